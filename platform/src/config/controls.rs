@@ -1,0 +1,323 @@
+//! The controls table: every configuration key is declared here, once.
+//!
+//! One `controls!` entry gives a key its Rust type, default, accepted values
+//! (`expect`, used in messages and the docs), optional range check (`valid`),
+//! optional environment override (`env`) and doc comment. From that the macro
+//! builds the serde structs (`deny_unknown_fields`), their `Default`s, and
+//! [`CONTROLS`], which drives environment overrides, validation, the
+//! effective-config report and the generated `docs/configuration.md`.
+
+use std::path::PathBuf;
+
+use super::types::{ControlValue, Priority, Rule, SliceMode};
+
+/// One declared control, with type-erased accessors into [`Config`].
+pub struct Control {
+    /// Dotted TOML path, e.g. `sched.max_inflight`.
+    pub key: &'static str,
+    /// The `[table]` holding it, `None` at the top level.
+    pub section: Option<&'static str>,
+    pub rust_type: &'static str,
+    /// What values are accepted, phrased to follow "expected".
+    pub expect: &'static str,
+    pub env: Option<&'static str>,
+    pub doc: &'static str,
+    render: fn(&Config) -> String,
+    valid: fn(&Config) -> bool,
+    set_env: fn(&mut Config, &str) -> bool,
+}
+
+impl Control {
+    /// The control's current value in `cfg`, as TOML text.
+    pub fn render(&self, cfg: &Config) -> String {
+        (self.render)(cfg)
+    }
+
+    /// Whether the value in `cfg` passes this control's range/format check.
+    pub fn is_valid(&self, cfg: &Config) -> bool {
+        (self.valid)(cfg)
+    }
+
+    /// Parses `s` as this control's environment spelling and stores it in
+    /// `cfg` if it is valid; on `false`, `cfg` is unchanged.
+    pub fn set_from_env(&self, cfg: &mut Config, s: &str) -> bool {
+        (self.set_env)(cfg, s)
+    }
+}
+
+/// A key inside an array-of-tables element (`[[rule]]`); documented and
+/// used for messages, but parsed by the element's own serde type.
+pub struct SubKey {
+    pub key: &'static str,
+    pub expect: &'static str,
+    pub doc: &'static str,
+}
+
+/// A `[table]` of controls.
+pub struct Section {
+    pub name: &'static str,
+    pub doc: &'static str,
+}
+
+macro_rules! opt {
+    () => {
+        None
+    };
+    ($e:expr) => {
+        Some($e)
+    };
+}
+
+/// Builds the `valid` accessor: no `valid` clause means any value of the
+/// type is accepted.
+macro_rules! valid_fn {
+    ($ty:ty, |$c:ident| $field:expr, ) => {
+        |_: &Config| true
+    };
+    ($ty:ty, |$c:ident| $field:expr, $valid:expr) => {
+        |$c: &Config| {
+            let check: fn(&$ty) -> bool = $valid;
+            check(&$field)
+        }
+    };
+}
+
+macro_rules! control {
+    ($section:expr, $key:expr, $ty:ty, $expect:expr, [$($env:literal)?], $doc:expr,
+     |$c:ident| $field:expr, [$($valid:expr)?]) => {
+        Control {
+            key: $key,
+            section: $section,
+            rust_type: stringify!($ty),
+            expect: $expect,
+            env: opt!($($env)?),
+            doc: $doc,
+            render: |$c: &Config| ControlValue::render(&$field),
+            valid: valid_fn!($ty, |$c| $field, $($valid)?),
+            set_env: |$c: &mut Config, s: &str| {
+                let check: fn(&Config) -> bool = valid_fn!($ty, |$c| $field, $($valid)?);
+                match <$ty as ControlValue>::from_env(s) {
+                    Some(v) => {
+                        let old = std::mem::replace(&mut $field, v);
+                        if check($c) {
+                            true
+                        } else {
+                            $field = old;
+                            false
+                        }
+                    }
+                    None => false,
+                }
+            },
+        }
+    };
+}
+
+macro_rules! controls {
+    (
+        $(#[doc = $rdoc:literal])*
+        root {
+            $( $(#[doc = $doc:literal])*
+               $key:ident : $ty:ty = $default:expr, expect $expect:expr
+               $(, env $env:literal)? $(, valid $valid:expr)? ; )*
+        }
+        $(
+            $(#[doc = $sdoc:literal])*
+            [$sec:ident] $Sec:ident {
+                $( $(#[doc = $fdoc:literal])*
+                   $fkey:ident : $fty:ty = $fdefault:expr, expect $fexpect:expr
+                   $(, env $fenv:literal)? $(, valid $fvalid:expr)? ; )*
+            }
+        )*
+    ) => {
+        $(#[doc = $rdoc])*
+        #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+        #[serde(deny_unknown_fields, default)]
+        pub struct Config {
+            $( $(#[doc = $doc])* pub $key: $ty, )*
+            $( $(#[doc = $sdoc])* pub $sec: $Sec, )*
+        }
+
+        impl Default for Config {
+            fn default() -> Self {
+                Config {
+                    $( $key: $default, )*
+                    $( $sec: $Sec::default(), )*
+                }
+            }
+        }
+
+        $(
+            $(#[doc = $sdoc])*
+            #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+            #[serde(deny_unknown_fields, default)]
+            pub struct $Sec {
+                $( $(#[doc = $fdoc])* pub $fkey: $fty, )*
+            }
+
+            impl Default for $Sec {
+                fn default() -> Self {
+                    $Sec { $( $fkey: $fdefault, )* }
+                }
+            }
+        )*
+
+        /// Every control, in declaration (and documentation) order.
+        pub static CONTROLS: &[Control] = &[
+            $( control!(None, stringify!($key), $ty, $expect, [$($env)?],
+                        concat!($($doc, "\n"),*), |c| c.$key, [$($valid)?]), )*
+            $( $( control!(Some(stringify!($sec)), concat!(stringify!($sec), ".", stringify!($fkey)),
+                           $fty, $fexpect, [$($fenv)?], concat!($($fdoc, "\n"),*),
+                           |c| c.$sec.$fkey, [$($fvalid)?]), )* )*
+        ];
+
+        /// The `[table]`s, in declaration order.
+        pub static SECTIONS: &[Section] = &[
+            $( Section { name: stringify!($sec), doc: concat!($($sdoc, "\n"),*) }, )*
+        ];
+    };
+}
+
+fn in_range<T: PartialOrd>(v: &T, lo: T, hi: T) -> bool {
+    lo <= *v && *v <= hi
+}
+
+/// Group names go into a `chown` of the shared segment; reject what can
+/// never be a group name early, with the line number.
+fn is_group_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 32
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
+fn is_safe_binary_entry(s: &str) -> bool {
+    match s.strip_prefix("sha256:") {
+        Some(hex) => hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()),
+        None => !s.is_empty() && !s.contains(char::is_whitespace),
+    }
+}
+
+fn log_filter_is_valid(s: &str) -> bool {
+    tracing_subscriber::EnvFilter::try_new(s).is_ok()
+}
+
+controls! {
+    /// The whole configuration: `/etc/softpreempt.toml` (or the file named by
+    /// `SOFTPREEMPT_CONFIG`), with environment overrides applied.
+    root {
+        /// Format version of this file. Only `1` exists; a file written for a
+        /// newer SoftPreempt is rejected rather than half-understood.
+        version: u32 = 1, expect "1 (the only config format this build reads)",
+            valid |v| *v == 1;
+        /// Vendor OpenCL drivers to wrap: paths (or `dlopen` names) of vendor ICD
+        /// libraries, or `.icd` files naming them. Empty means discover them from
+        /// the `.icd` files in `OCL_ICD_VENDORS` or `/etc/OpenCL/vendors`,
+        /// skipping SoftPreempt's own entry. The environment variable is
+        /// colon-separated.
+        vendors: Vec<PathBuf> = Vec::new(),
+            expect "a list of vendor library or .icd file paths",
+            env "SOFTPREEMPT_VENDORS",
+            valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
+        /// What to log, as a `tracing` filter: a level (`error`, `warn`, `info`,
+        /// `debug`, `trace`, `off`) or per-target directives such as
+        /// `softpreempt=debug`. The default logs errors only, so the layer is
+        /// silent in a healthy process.
+        log: String = "error".to_string(),
+            expect "a log filter such as \"info\" or \"softpreempt=debug\"",
+            env "SOFTPREEMPT_LOG",
+            valid |v| log_filter_is_valid(v);
+        /// File that log lines are appended to, instead of standard error.
+        /// SoftPreempt never writes to the application's standard output.
+        log_file: Option<PathBuf> = None, expect "a file path",
+            env "SOFTPREEMPT_LOG_FILE",
+            valid |v| v.as_ref().map_or(true, |p| !p.as_os_str().is_empty());
+        /// Priority of this machine's processes when nothing more specific
+        /// applies. Order of precedence: the queue's `CL_QUEUE_PRIORITY_KHR`,
+        /// then `SOFTPREEMPT_PRIORITY`, then the first matching `[[rule]]`,
+        /// then a real-time scheduling class (`chrt`) meaning `high`, then this.
+        /// Inside a level, a greater number is more urgent (`high:3` beats
+        /// `high:1`, and `high` is `high:0`).
+        priority: Priority = Priority::NORMAL, expect Priority::EXPECT,
+            env "SOFTPREEMPT_PRIORITY";
+        /// Per-process priority rules, tried in order; the first match wins.
+        /// Each `[[rule]]` table has `exe`, `uid` or both (both must then
+        /// match), and `priority`. For example:
+        ///
+        /// ```toml
+        /// [[rule]]
+        /// exe = "inference-server"
+        /// priority = "high"
+        ///
+        /// [[rule]]
+        /// uid = 1001
+        /// priority = "low"
+        /// ```
+        rule: Vec<Rule> = Vec::new(), expect "an array of [[rule]] tables";
+        /// Kernels from programs built from binaries or IL are not sliced,
+        /// because SoftPreempt cannot inspect them for geometry queries
+        /// (`get_group_id`, `get_global_offset`, ...) whose values slicing would
+        /// change. List here the kernel names, or `sha256:<hex>` hashes of whole
+        /// program binaries/IL, that you know are safe to slice.
+        safe_binaries: Vec<String> = Vec::new(),
+            expect "a list of kernel names or \"sha256:<64 hex digits>\" program hashes",
+            valid |v| v.iter().all(|s| is_safe_binary_entry(s));
+    }
+
+    /// Scheduling: how launches are sliced and how processes share a device.
+    [sched] SchedConfig {
+        /// When to cut NDRange launches into slices: `contended` (only while a
+        /// higher-priority client is registered on the same device, so a
+        /// process alone on a device pays nothing), `always`, or `never`.
+        slice: SliceMode = SliceMode::Contended,
+            expect "\"contended\", \"always\" or \"never\"";
+        /// Target duration of one slice, in microseconds. Shorter slices let a
+        /// higher-priority process take over sooner but add launch overhead.
+        target_slice_us: u64 = 1000,
+            expect "an integer between 50 and 1000000",
+            valid |v| in_range(v, 50, 1_000_000);
+        /// Most slices of one queue on the vendor queue at once. `2` keeps the
+        /// device busy between slices; `1` gives the shortest takeover latency.
+        max_inflight: u32 = 2, expect "an integer between 1 and 2",
+            valid |v| in_range(v, 1, 2);
+        /// Share of device time (0.0 to 0.5) guaranteed to lower-priority work
+        /// while higher-priority work is waiting, so it never starves
+        /// entirely. `0.0` is strict priority.
+        min_share: f64 = 0.0, expect "a number between 0.0 and 0.5",
+            valid |v| in_range(v, 0.0, 0.5);
+        /// How long, in microseconds, a high-priority client keeps its claim on
+        /// the device after its last command completes, so that lower-priority
+        /// work does not slip in between the commands of a burst.
+        hp_linger_us: u64 = 2000, expect "an integer between 0 and 1000000",
+            valid |v| in_range(v, 0, 1_000_000);
+        /// Longest single wait on the arbiter, in milliseconds. After it a
+        /// waiter re-checks the grant and whether its peers are alive, so a
+        /// crashed process can never block the device for longer.
+        arbiter_timeout_ms: u64 = 100, expect "an integer between 1 and 60000",
+            valid |v| in_range(v, 1, 60_000);
+        /// Unix group allowed to share the per-device arbiter segments between
+        /// users (mode 0660). Unset: each user has private segments (mode
+        /// 0600), so processes of different users do not arbitrate.
+        shm_group: Option<String> = None, expect "a Unix group name",
+            valid |v| v.as_deref().map_or(true, is_group_name);
+    }
+}
+
+/// Keys of one `[[rule]]` table.
+pub static RULE_KEYS: &[SubKey] = &[
+    SubKey {
+        key: "rule.exe",
+        expect: "an executable name, or an absolute path",
+        doc: "Executable the rule matches: a bare name is compared with the basename \
+              of the process's executable, a value with a `/` with its whole path.",
+    },
+    SubKey {
+        key: "rule.uid",
+        expect: "a numeric user id",
+        doc: "Real user id the rule matches.",
+    },
+    SubKey {
+        key: "rule.priority",
+        expect: Priority::EXPECT,
+        doc: "Priority given to matching processes (required).",
+    },
+];

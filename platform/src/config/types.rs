@@ -1,0 +1,340 @@
+//! Value types of the configuration, and how each one is read from the
+//! environment and written back out for reports and the reference docs.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer};
+
+/// A priority level. Declared from least to most urgent so that the derived
+/// `Ord` means "more urgent is greater".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    Low,
+    Normal,
+    High,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Low => "low",
+            Level::Normal => "normal",
+            Level::High => "high",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "high" => Ok(Level::High),
+            "normal" => Ok(Level::Normal),
+            "low" => Ok(Level::Low),
+            _ => Err(format!("expected high, normal or low, found {s:?}")),
+        }
+    }
+}
+
+/// A priority: a level and a number inside it. Ordering is by level, then by
+/// number (a greater number is more urgent within the same level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Priority {
+    pub level: Level,
+    pub number: u8,
+}
+
+impl Priority {
+    /// What `priority` text looks like; used in error messages and the docs.
+    pub const EXPECT: &'static str =
+        "a priority: \"high\", \"normal\" or \"low\", optionally with a number 0-255 inside the level, like \"high:3\"";
+
+    pub const HIGH: Priority = Priority::new(Level::High, 0);
+    pub const NORMAL: Priority = Priority::new(Level::Normal, 0);
+    pub const LOW: Priority = Priority::new(Level::Low, 0);
+
+    pub const fn new(level: Level, number: u8) -> Self {
+        Priority { level, number }
+    }
+}
+
+impl Default for Priority {
+    fn default() -> Self {
+        Priority::NORMAL
+    }
+}
+
+impl fmt::Display for Priority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // "high" and "high:0" are the same priority; print the short form.
+        if self.number == 0 {
+            write!(f, "{}", self.level)
+        } else {
+            write!(f, "{}:{}", self.level, self.number)
+        }
+    }
+}
+
+impl FromStr for Priority {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("expected {}, found {s:?}", Priority::EXPECT);
+        let (level, number) = match s.split_once(':') {
+            Some((l, n)) => (l, n.trim().parse::<u8>().map_err(|_| bad())?),
+            None => (s, 0),
+        };
+        let level = level.parse::<Level>().map_err(|_| bad())?;
+        Ok(Priority { level, number })
+    }
+}
+
+impl<'de> Deserialize<'de> for Priority {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        from_str_value(d)
+    }
+}
+
+/// When launches are cut into slices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SliceMode {
+    /// Only while a higher-priority client is registered on the same device.
+    #[default]
+    Contended,
+    /// Every sliceable launch (testing and measurement).
+    Always,
+    /// Never; queues still obey the arbiter between whole commands.
+    Never,
+}
+
+impl SliceMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SliceMode::Contended => "contended",
+            SliceMode::Always => "always",
+            SliceMode::Never => "never",
+        }
+    }
+}
+
+impl fmt::Display for SliceMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SliceMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "contended" => Ok(SliceMode::Contended),
+            "always" => Ok(SliceMode::Always),
+            "never" => Ok(SliceMode::Never),
+            _ => Err(format!(
+                "expected \"contended\", \"always\" or \"never\", found {s:?}"
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SliceMode {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        from_str_value(d)
+    }
+}
+
+/// Reads a string and parses it with `FromStr`, so the file and the
+/// environment accept exactly the same spellings and give the same messages.
+fn from_str_value<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr<Err = String>,
+{
+    let s = String::deserialize(d)?;
+    s.parse().map_err(serde::de::Error::custom)
+}
+
+/// One `[[rule]]`: processes it matches get `priority`. A rule needs `exe`,
+/// `uid`, or both (then both must match).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, try_from = "RawRule")]
+pub struct Rule {
+    /// Executable name (matched against the basename), or an absolute path
+    /// (matched against the whole path) when it contains a `/`.
+    pub exe: Option<String>,
+    /// Real user id of the process.
+    pub uid: Option<u32>,
+    pub priority: Priority,
+}
+
+/// `Rule` before the "needs exe or uid" check; serde's `try_from` runs the
+/// check inside deserialization so the error points at the offending rule.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    exe: Option<String>,
+    uid: Option<u32>,
+    priority: Priority,
+}
+
+impl TryFrom<RawRule> for Rule {
+    type Error = String;
+    fn try_from(r: RawRule) -> Result<Self, String> {
+        if r.exe.is_none() && r.uid.is_none() {
+            return Err("a rule needs `exe`, `uid`, or both".to_string());
+        }
+        if r.exe.as_deref() == Some("") {
+            return Err("`exe` must not be empty".to_string());
+        }
+        Ok(Rule {
+            exe: r.exe,
+            uid: r.uid,
+            priority: r.priority,
+        })
+    }
+}
+
+impl Rule {
+    /// Whether this rule applies to a process running `exe` (a path or a
+    /// bare name) as `uid`.
+    pub fn matches(&self, exe: &str, uid: u32) -> bool {
+        let exe_ok = match &self.exe {
+            None => true,
+            Some(want) if want.contains('/') => want == exe,
+            Some(want) => exe.rsplit('/').next() == Some(want.as_str()),
+        };
+        exe_ok && self.uid.map_or(true, |u| u == uid)
+    }
+}
+
+/// How a control's value is read from an environment variable and written
+/// out (as TOML text) for `config check` and the generated reference.
+pub trait ControlValue: Sized {
+    /// `None` when `s` is not a valid spelling; range checks come later.
+    fn from_env(s: &str) -> Option<Self>;
+    fn render(&self) -> String;
+}
+
+fn quote(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+impl ControlValue for u32 {
+    fn from_env(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ControlValue for u64 {
+    fn from_env(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ControlValue for f64 {
+    fn from_env(s: &str) -> Option<Self> {
+        s.trim().parse().ok().filter(|v: &f64| v.is_finite())
+    }
+    fn render(&self) -> String {
+        // `{:?}` keeps a decimal point ("0.0"), which TOML needs for a float.
+        format!("{self:?}")
+    }
+}
+
+impl ControlValue for String {
+    fn from_env(s: &str) -> Option<Self> {
+        Some(s.to_string())
+    }
+    fn render(&self) -> String {
+        quote(self)
+    }
+}
+
+impl ControlValue for PathBuf {
+    fn from_env(s: &str) -> Option<Self> {
+        (!s.is_empty()).then(|| PathBuf::from(s))
+    }
+    fn render(&self) -> String {
+        quote(&self.to_string_lossy())
+    }
+}
+
+impl ControlValue for Priority {
+    fn from_env(s: &str) -> Option<Self> {
+        s.parse().ok()
+    }
+    fn render(&self) -> String {
+        quote(&self.to_string())
+    }
+}
+
+impl ControlValue for SliceMode {
+    fn from_env(s: &str) -> Option<Self> {
+        s.trim().parse().ok()
+    }
+    fn render(&self) -> String {
+        quote(self.as_str())
+    }
+}
+
+impl ControlValue for Rule {
+    fn from_env(_: &str) -> Option<Self> {
+        None
+    }
+    fn render(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(exe) = &self.exe {
+            parts.push(format!("exe = {}", quote(exe)));
+        }
+        if let Some(uid) = self.uid {
+            parts.push(format!("uid = {uid}"));
+        }
+        parts.push(format!("priority = {}", self.priority.render()));
+        format!("{{ {} }}", parts.join(", "))
+    }
+}
+
+/// An empty environment value means "unset", so `VAR= app` can clear a
+/// file setting.
+impl<T: ControlValue> ControlValue for Option<T> {
+    fn from_env(s: &str) -> Option<Self> {
+        if s.is_empty() {
+            Some(None)
+        } else {
+            T::from_env(s).map(Some)
+        }
+    }
+    fn render(&self) -> String {
+        match self {
+            Some(v) => v.render(),
+            None => "(unset)".to_string(),
+        }
+    }
+}
+
+/// Lists come from the environment colon-separated, like `PATH`.
+impl<T: ControlValue> ControlValue for Vec<T> {
+    fn from_env(s: &str) -> Option<Self> {
+        s.split(':')
+            .filter(|p| !p.is_empty())
+            .map(T::from_env)
+            .collect()
+    }
+    fn render(&self) -> String {
+        let items: Vec<String> = self.iter().map(ControlValue::render).collect();
+        format!("[{}]", items.join(", "))
+    }
+}

@@ -1,0 +1,135 @@
+//! Calling the vendor, and translating handles between the application's view (our
+//! wrappers) and the vendor's (inner handles).
+
+use crate::core::cl::*;
+use std::ffi::c_void;
+
+use super::error::CLResult;
+use super::handle::{Kind, Obj, Ref};
+
+/// The vendor's side of a wrapper: its handle and the table to call it through.
+pub struct Inner<H> {
+    pub h: H,
+    pub vt: &'static cl_icd_dispatch,
+    icd2: bool,
+}
+
+// SAFETY: inner handles are opaque vendor pointers; OpenCL objects are thread-safe.
+unsafe impl<H> Send for Inner<H> {}
+// SAFETY: as above.
+unsafe impl<H> Sync for Inner<H> {}
+
+impl<H: Copy> Inner<H> {
+    /// Wraps a vendor platform handle. `icd2` is the platform's cl_khr_icd 2.0 table,
+    /// used for every object of that platform; 1.x objects carry their own table.
+    pub fn platform(h: H, raw: *mut c_void, icd2: Option<&'static cl_icd_dispatch>) -> Option<Self> {
+        match icd2 {
+            Some(vt) => Some(Inner { h, vt, icd2: true }),
+            // SAFETY: `raw` is a live vendor object; the ICD ABI puts its table first.
+            None => unsafe { (*(raw as *const *const cl_icd_dispatch)).as_ref() }
+                .map(|vt| Inner { h, vt, icd2: false }),
+        }
+    }
+
+    /// The vendor side of an object the vendor just returned from a call on `self`.
+    pub fn child<C: Copy>(&self, h: C) -> Inner<C> {
+        if self.icd2 {
+            return Inner { h, vt: self.vt, icd2: true };
+        }
+        // SAFETY: `h` is a live vendor object returned by the vendor just now (callers
+        // reject NULL first); the ICD ABI puts its dispatch pointer first. A NULL table
+        // (never seen in practice) falls back to the parent's.
+        let vt = unsafe {
+            let raw = *(&h as *const C as *const *const *const cl_icd_dispatch);
+            (*raw).as_ref()
+        };
+        Inner { h, vt: vt.unwrap_or(self.vt), icd2: false }
+    }
+}
+
+/// Calls a vendor entry point through a table: `vcall!(vt, clFlush(q))`. A slot the vendor
+/// leaves empty gives `CL_INVALID_OPERATION` (the vendor does not implement it).
+#[macro_export]
+macro_rules! vcall {
+    ($vt:expr, $f:ident ( $($a:expr),* $(,)? )) => {
+        match $vt.$f {
+            // SAFETY: the slot was filled by the vendor with a function of this exact
+            // signature (cl_icd_dispatch); arguments are already unwrapped inner handles.
+            Some(f) => unsafe { f($($a),*) },
+            None => return Err(opencl_sys::CL_INVALID_OPERATION),
+        }
+    };
+}
+
+/// `vcall!` for the common `cl_int` case: vendor errors pass through unchanged.
+#[macro_export]
+macro_rules! vtry {
+    ($vt:expr, $f:ident ( $($a:expr),* $(,)? )) => {
+        $crate::core::error::check($crate::vcall!($vt, $f($($a),*)))
+    };
+}
+
+/// Calls a creation function with an `errcode_ret` out-parameter; returns the new inner
+/// handle or the vendor's error.
+#[macro_export]
+macro_rules! vcreate {
+    ($vt:expr, $f:ident ( $($a:expr),* $(,)? )) => {{
+        let mut err: opencl_sys::cl_int = opencl_sys::CL_SUCCESS;
+        let h = $crate::vcall!($vt, $f($($a,)* &mut err));
+        if err != opencl_sys::CL_SUCCESS {
+            Err(err)
+        } else if h.is_null() {
+            Err(opencl_sys::CL_OUT_OF_HOST_MEMORY)
+        } else {
+            Ok(h)
+        }
+    }};
+}
+
+/// Checks a list of application handles and returns the inner handles, in order.
+/// `n == 0` with a non-NULL list, or `n > 0` with NULL, is the caller's to reject first.
+pub fn unwrap_list<T: Kind, H: Copy>(
+    n: cl_uint,
+    list: *const T::Handle,
+    inner: impl Fn(&Obj<T>) -> H,
+) -> CLResult<Vec<H>> {
+    let items = super::args::slice(list, n as usize)?;
+    items.iter().map(|h| Obj::<T>::check(*h).map(&inner)).collect()
+}
+
+/// Like [`unwrap_list`] but keeps references to the wrappers too.
+pub fn hold_list<T: Kind>(n: cl_uint, list: *const T::Handle) -> CLResult<Vec<Ref<T>>> {
+    let items = super::args::slice(list, n as usize)?;
+    items.iter().map(|h| Obj::<T>::check(*h).map(|o| o.hold())).collect()
+}
+
+/// Reads a whole info value from the vendor with the usual two calls (size, then data).
+pub fn fetch_info(query: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> CLResult<Vec<u8>> {
+    let mut size = 0usize;
+    super::error::check(query(0, std::ptr::null_mut(), &mut size))?;
+    let mut buf = vec![0u8; size];
+    if size > 0 {
+        super::error::check(query(size, buf.as_mut_ptr() as *mut c_void, std::ptr::null_mut()))?;
+    }
+    Ok(buf)
+}
+
+/// Reads a plain value (`cl_uint`, a handle, ...) from the vendor.
+pub fn fetch_scalar<T: Copy + Default>(query: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> CLResult<T> {
+    let mut v = T::default();
+    super::error::check(query(std::mem::size_of::<T>(), &mut v as *mut T as *mut c_void, std::ptr::null_mut()))?;
+    Ok(v)
+}
+
+/// A NUL-terminated info string as Rust text.
+pub fn info_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// Text as an info answer (NUL-terminated).
+pub fn string_bytes(s: &str) -> Vec<u8> {
+    let mut v = s.as_bytes().to_vec();
+    v.push(0);
+    v
+}

@@ -1,0 +1,14 @@
+//! The wrapped objects and the machinery to forward them to the vendor.
+
+pub mod args;
+pub mod callback;
+pub mod cl;
+pub mod error;
+pub mod events;
+pub mod extensions;
+pub mod forward;
+pub mod handle;
+pub mod objects;
+pub mod platform;
+pub mod refcount;
+pub mod vendor;

@@ -1,0 +1,87 @@
+//! The wrapper types for every OpenCL object kind except platforms and devices
+//! (see `platform.rs`). Each holds its vendor handle and counted references to the
+//! wrappers it depends on, so handle-valued queries are answered from here and always
+//! give the application its own wrappers.
+
+use crate::core::cl::*;
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+use super::forward::Inner;
+use super::handle::{Obj, Ref};
+use super::platform::{Device, Platform};
+use crate::declare_kind;
+
+pub struct Context {
+    pub inner: Inner<cl_context>,
+    pub platform: &'static Obj<Platform>,
+    pub devices: Vec<Ref<Device>>,
+    /// The application's own property list (with its own platform handle), returned by
+    /// `CL_CONTEXT_PROPERTIES`.
+    pub app_properties: Vec<cl_context_properties>,
+}
+
+pub struct Queue {
+    pub inner: Inner<cl_command_queue>,
+    pub context: Ref<Context>,
+    pub device: Ref<Device>,
+    /// The application's property list for `CL_QUEUE_PROPERTIES_ARRAY`, when it gave one.
+    pub app_properties: Option<Vec<cl_queue_properties>>,
+}
+
+pub struct Mem {
+    pub inner: Inner<cl_mem>,
+    pub context: Ref<Context>,
+    /// The parent of a sub-buffer, or the buffer / image an image was created from.
+    pub parent: Option<Ref<Mem>>,
+}
+
+pub struct Sampler {
+    pub inner: Inner<cl_sampler>,
+    pub context: Ref<Context>,
+}
+
+pub struct Program {
+    pub inner: Inner<cl_program>,
+    pub context: Ref<Context>,
+    /// The program's devices; `CL_PROGRAM_DEVICES` is answered from the vendor's list
+    /// mapped back through the device registry, so this is only what creation named.
+    pub devices: Vec<Ref<Device>>,
+}
+
+pub struct Kernel {
+    pub inner: Inner<cl_kernel>,
+    pub program: Ref<Program>,
+    /// Arguments that hold our wrappers (index → object), so `clSetKernelArg` keeps the
+    /// wrapped objects alive exactly as long as the vendor keeps the inner ones.
+    pub held_args: Mutex<Vec<Option<HeldArg>>>,
+}
+
+/// A kernel argument that refers to another wrapped object.
+pub enum HeldArg {
+    Mem(Ref<Mem>),
+    Sampler(Ref<Sampler>),
+    Queue(Ref<Queue>),
+}
+
+pub struct Event {
+    pub inner: Inner<cl_event>,
+    pub context: Ref<Context>,
+    /// `None` for user events.
+    pub queue: Option<Ref<Queue>>,
+}
+
+/// SVM allocations are raw pointers, not objects: this records which context owns one so
+/// `clSVMFree` and `clEnqueueSVMFree` callbacks can be routed.
+pub struct SvmRecord {
+    pub ptr: *mut c_void,
+    pub context: Ref<Context>,
+}
+
+declare_kind!(Context, cl_context, CL_INVALID_CONTEXT, 0x5350_4358_0000_0001);
+declare_kind!(Queue, cl_command_queue, CL_INVALID_COMMAND_QUEUE, 0x5350_5155_0000_0002);
+declare_kind!(Mem, cl_mem, CL_INVALID_MEM_OBJECT, 0x5350_4d45_0000_0003);
+declare_kind!(Sampler, cl_sampler, CL_INVALID_SAMPLER, 0x5350_534d_0000_0004);
+declare_kind!(Program, cl_program, CL_INVALID_PROGRAM, 0x5350_5052_0000_0005);
+declare_kind!(Kernel, cl_kernel, CL_INVALID_KERNEL, 0x5350_4b45_0000_0006);
+declare_kind!(Event, cl_event, CL_INVALID_EVENT, 0x5350_4556_0000_0007);

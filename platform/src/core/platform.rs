@@ -1,0 +1,140 @@
+//! SoftPreempt platforms (one per wrapped vendor platform) and devices.
+
+use once_cell::sync::OnceCell;
+use crate::core::cl::*;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Mutex;
+
+use super::error::CLResult;
+use super::forward::Inner;
+use super::handle::{new_obj, Obj, Ref};
+use crate::{declare_kind, vtry};
+
+pub struct Platform {
+    pub inner: Inner<cl_platform_id>,
+    pub index: usize,
+    pub library: std::path::PathBuf,
+    /// Root devices, discovered on first use (rule 2: nothing slow at load).
+    root_devices: OnceCell<Vec<&'static Obj<Device>>>,
+}
+
+pub struct Device {
+    pub inner: Inner<cl_device_id>,
+    pub platform: &'static Obj<Platform>,
+    /// The device a sub-device was partitioned from.
+    pub parent: Option<Ref<Device>>,
+    pub is_root: bool,
+}
+
+declare_kind!(Platform, cl_platform_id, CL_INVALID_PLATFORM, 0x5350_504c_0000_0008);
+declare_kind!(Device, cl_device_id, CL_INVALID_DEVICE, 0x5350_4456_0000_0009);
+
+/// The entry-point table's slot names and byte offsets, installed by the `icd` crate.
+/// Used to build a table for cl_khr_icd 2.0 vendors, and to answer
+/// `clGetExtensionFunctionAddress` from the same single list.
+static SLOTS: OnceCell<&'static [(&'static str, usize)]> = OnceCell::new();
+static OWN_ICD_ENTRY: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Called once by the cdylib, before anything else.
+pub fn install_table(
+    table: &'static cl_icd_dispatch,
+    slots: &'static [(&'static str, usize)],
+    icd_entry: *mut c_void,
+) {
+    super::handle::install_dispatch(table);
+    let _ = SLOTS.set(slots);
+    OWN_ICD_ENTRY.store(icd_entry, Ordering::Release);
+}
+
+pub fn slot_names() -> &'static [(&'static str, usize)] {
+    SLOTS.get().copied().unwrap_or(&[])
+}
+
+pub(crate) fn own_icd_entry() -> *mut c_void {
+    OWN_ICD_ENTRY.load(Ordering::Acquire)
+}
+
+static PLATFORMS: OnceCell<Vec<&'static Obj<Platform>>> = OnceCell::new();
+
+/// All SoftPreempt platforms. The first call discovers the vendors; it never fails: a
+/// broken vendor gives fewer (maybe zero) platforms and a log line.
+pub fn platforms() -> &'static [&'static Obj<Platform>] {
+    PLATFORMS.get_or_init(|| {
+        crate::log::init();
+        super::vendor::discover()
+            .into_iter()
+            .filter_map(|v| {
+                let inner = Inner::platform(v.inner, v.inner as *mut c_void, v.icd2_table)?;
+                Some(inner).map(|inner| (inner, v.library))
+            })
+            .enumerate()
+            .map(|(index, (inner, library))| {
+                new_obj(Platform { inner, index, library, root_devices: OnceCell::new() })
+            })
+            .collect()
+    })
+}
+
+/// Inner device handle → wrapper, for lists the vendor hands back (`CL_CONTEXT_DEVICES`,
+/// `CL_PROGRAM_DEVICES`, sub-devices, ...). Only devices live here; they are few.
+static DEVICES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+/// The platform's root devices, wrapped once.
+pub fn root_devices(me: &'static Obj<Platform>) -> CLResult<&'static [&'static Obj<Device>]> {
+    let this = me.get();
+    {
+        if let Some(d) = this.root_devices.get() {
+            return Ok(d);
+        }
+        let mut n: cl_uint = 0;
+        let vt = this.inner.vt;
+        let rc = vtry!(vt, clGetDeviceIDs(this.inner.h, CL_DEVICE_TYPE_ALL as cl_device_type, 0, std::ptr::null_mut(), &mut n));
+        if rc.is_err() && rc != Err(CL_DEVICE_NOT_FOUND) {
+            rc?;
+        }
+        let mut ids = vec![std::ptr::null_mut(); n as usize];
+        if n > 0 {
+            vtry!(vt, clGetDeviceIDs(this.inner.h, CL_DEVICE_TYPE_ALL as cl_device_type, n, ids.as_mut_ptr(), std::ptr::null_mut()))?;
+        }
+        let devs = this.root_devices.get_or_init(|| {
+            ids.iter()
+                .map(|&d| Device::register(this.inner.child(d), me, None, true))
+                .collect()
+        });
+        Ok(devs)
+    }
+}
+
+impl Device {
+    /// Wraps a vendor device and records it for reverse lookup.
+    pub fn register(
+        inner: Inner<cl_device_id>,
+        platform: &'static Obj<Platform>,
+        parent: Option<Ref<Device>>,
+        is_root: bool,
+    ) -> &'static Obj<Device> {
+        let key = inner.h as usize;
+        let obj = new_obj(Device { inner, platform, parent, is_root });
+        let mut reg = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+        reg.retain(|(k, _)| *k != key);
+        reg.push((key, obj as *const _ as usize));
+        obj
+    }
+
+    /// The wrapper of a vendor device handle, if we know it.
+    pub fn lookup(inner: cl_device_id) -> Option<Ref<Device>> {
+        let reg = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+        reg.iter().find(|(k, _)| *k == inner as usize).and_then(|(_, w)| {
+            Obj::<Device>::check(*w as cl_device_id).ok().map(|o| o.hold())
+        })
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        let key = self.inner.h as usize;
+        let mut reg = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+        reg.retain(|(k, _)| *k != key);
+    }
+}

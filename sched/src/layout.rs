@@ -1,0 +1,277 @@
+//! The shared segment's layout: a `#[repr(C)]` header followed by fixed-size client slots.
+//!
+//! Every field is an atomic, so no process ever forms a reference to non-atomic data that
+//! another process may write. Values read from here are untrusted: readers range-check them.
+//! The table of offsets is in `docs/design-sched.md`; the const asserts below pin it.
+
+use crate::priority::LEVELS;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// `"SPRM"` little-endian. Stored last, with Release ordering, when the segment is ready.
+pub const MAGIC: u32 = u32::from_le_bytes(*b"SPRM");
+/// Bumped on any incompatible layout or protocol change.
+pub const VERSION: u32 = 1;
+/// Bytes of header before slot 0.
+pub const HEADER_SIZE: usize = 1024;
+/// Bytes per client slot.
+pub const SLOT_SIZE: usize = 256;
+/// Upper bound on slots: summary masks are `MASK_WORDS` x 64 bits.
+pub const MAX_SLOTS: usize = 256;
+/// Words per summary bitmask.
+pub const MASK_WORDS: usize = MAX_SLOTS / 64;
+/// Bytes reserved for the device key in the header.
+pub const KEY_BYTES: usize = 128;
+/// Bytes for the executable name and the queue label in a slot.
+pub const NAME_BYTES: usize = 32;
+/// Upper bound accepted for `max_inflight`.
+pub const MAX_INFLIGHT_LIMIT: u32 = 64;
+/// Upper bound accepted for `hp_linger` (60 s).
+pub const MAX_LINGER_NS: u64 = 60_000_000_000;
+/// Upper bound accepted for the min-share period ("one lower slice in N").
+pub const MAX_SHARE_EVERY: u32 = 1_000_000;
+
+/// Slot states (`Slot::state`).
+pub const SLOT_FREE: u32 = 0;
+/// A process holds the slot's lock and is filling it in.
+pub const SLOT_CLAIMING: u32 = 1;
+/// Owned by a live client.
+pub const SLOT_ACTIVE: u32 = 2;
+/// Free again, after its owner died and another process reclaimed it.
+pub const SLOT_RECLAIMED: u32 = 3;
+
+/// Total segment size for `slots` client slots.
+pub const fn segment_size(slots: usize) -> usize {
+    HEADER_SIZE + slots * SLOT_SIZE
+}
+
+/// Byte offset of slot `i`; its first byte is also the byte its owner's OFD lock covers.
+pub const fn slot_offset(i: usize) -> usize {
+    HEADER_SIZE + i * SLOT_SIZE
+}
+
+/// A per-level bitmask over slot indices.
+pub type LevelMasks = [[AtomicU64; MASK_WORDS]; LEVELS];
+
+/// The segment header. Policy parameters are fixed by the creator so that every process
+/// arbitrates the device the same way.
+#[repr(C)]
+pub struct Header {
+    /// [`MAGIC`] once published; 0 while the creator initialises. Also a futex word.
+    pub magic: AtomicU32,
+    /// [`VERSION`].
+    pub version: AtomicU32,
+    /// [`HEADER_SIZE`].
+    pub header_size: AtomicU32,
+    /// [`SLOT_SIZE`].
+    pub slot_size: AtomicU32,
+    /// Number of client slots, 1..=[`MAX_SLOTS`].
+    pub slot_count: AtomicU32,
+    /// Effective uid of the creator.
+    pub creator_uid: AtomicU32,
+    /// `segment_size(slot_count)`.
+    pub total_size: AtomicU64,
+    /// Slices a client may have granted and not completed.
+    pub max_inflight: AtomicU32,
+    /// Min share: a lower level gets one slice in every N grants; 0 = off.
+    pub min_share_every: AtomicU32,
+    /// How long a client's demand stays raised after it goes idle.
+    pub hp_linger_ns: AtomicU64,
+    /// CLOCK_REALTIME ns at creation (for status output).
+    pub created_realtime_ns: AtomicU64,
+    /// Length of the device key in bytes.
+    pub key_len: AtomicU32,
+    _pad0: AtomicU32,
+    /// The device key, NUL padded.
+    pub key: [AtomicU64; KEY_BYTES / 8],
+    /// Futex word: bumped by whoever changes state that may unblock a waiter.
+    pub generation: AtomicU32,
+    _pad1: [AtomicU32; 15],
+    /// Slots with demand (work queued), per level.
+    pub demand: LevelMasks,
+    /// Slots that went idle but whose demand lingers until `Slot::linger_until_ns`.
+    pub linger: LevelMasks,
+    /// Slots registered, per level.
+    pub registered: LevelMasks,
+    /// Slots blocked in `acquire`, per level (so wakers skip the syscall when nobody waits).
+    pub waiting: LevelMasks,
+    /// Highest virtual time (slices granted) seen per level; a client joining the round
+    /// robin starts here so it cannot claim a burst of catch-up slices.
+    pub vclock: [AtomicU64; LEVELS],
+    /// Grants issued on this device.
+    pub total_grants: AtomicU64,
+    /// `total_grants` at the last min-share grant.
+    pub last_share_grant: AtomicU64,
+    /// Slots reclaimed from dead processes.
+    pub reclaims: AtomicU64,
+    _pad2: [AtomicU64; 42],
+}
+
+/// One client slot. Written by its owner, except for reclaim (done under the slot's lock).
+#[repr(C)]
+pub struct Slot {
+    /// `SLOT_FREE`, `SLOT_CLAIMING`, `SLOT_ACTIVE` or `SLOT_RECLAIMED`.
+    pub state: AtomicU32,
+    /// Priority packed as `level << 8 | number`.
+    pub rank: AtomicU32,
+    /// Owner pid.
+    pub pid: AtomicU32,
+    /// Slices granted and not yet completed.
+    pub inflight: AtomicU32,
+    /// Owner's start time (clock ticks after boot, /proc/PID/stat field 22).
+    pub start_time: AtomicU64,
+    /// Bumped at every claim, so a status reader can tell owners apart.
+    pub incarnation: AtomicU64,
+    /// Slices granted while in the round robin (virtual time).
+    pub vtime: AtomicU64,
+    /// CLOCK_MONOTONIC ns until which this client's lingering demand holds.
+    pub linger_until_ns: AtomicU64,
+    /// CLOCK_MONOTONIC ns of the last grant, completion, demand or idle.
+    pub last_activity_ns: AtomicU64,
+    /// Grants obtained.
+    pub grants: AtomicU64,
+    /// Of which, grants given by the min-share rule.
+    pub share_grants: AtomicU64,
+    /// Slices reported done.
+    pub slices: AtomicU64,
+    /// Times `acquire` had to wait.
+    pub yields: AtomicU64,
+    /// Total ns spent waiting in `acquire`.
+    pub wait_ns: AtomicU64,
+    /// Total ns of slice time reported with `complete`.
+    pub busy_ns: AtomicU64,
+    /// Owner uid.
+    pub uid: AtomicU32,
+    _pad0: AtomicU32,
+    /// Executable name, NUL padded.
+    pub exe: [AtomicU64; NAME_BYTES / 8],
+    /// Free-form queue label, NUL padded.
+    pub label: [AtomicU64; NAME_BYTES / 8],
+    _pad1: [AtomicU64; 10],
+}
+
+#[cfg(not(loom))]
+const _: () = {
+    assert!(std::mem::size_of::<Header>() == HEADER_SIZE);
+    assert!(std::mem::size_of::<Slot>() == SLOT_SIZE);
+    assert!(std::mem::offset_of!(Header, generation) == 192);
+    assert!(std::mem::offset_of!(Header, demand) == 256);
+    assert!(std::mem::offset_of!(Header, vclock) == 640);
+    assert!(std::mem::offset_of!(Slot, exe) == 112);
+};
+
+fn zeroed_array<T: Default, const N: usize>() -> [T; N] {
+    std::array::from_fn(|_| T::default())
+}
+
+fn zeroed_masks() -> LevelMasks {
+    std::array::from_fn(|_| zeroed_array())
+}
+
+impl Header {
+    /// A zeroed header on the heap (tests and loom models; real ones live in the mapping).
+    #[allow(dead_code)]
+    pub(crate) fn new_boxed() -> Box<Header> {
+        Box::new(Header {
+            magic: Default::default(),
+            version: Default::default(),
+            header_size: Default::default(),
+            slot_size: Default::default(),
+            slot_count: Default::default(),
+            creator_uid: Default::default(),
+            total_size: Default::default(),
+            max_inflight: Default::default(),
+            min_share_every: Default::default(),
+            hp_linger_ns: Default::default(),
+            created_realtime_ns: Default::default(),
+            key_len: Default::default(),
+            _pad0: Default::default(),
+            key: zeroed_array(),
+            generation: Default::default(),
+            _pad1: zeroed_array(),
+            demand: zeroed_masks(),
+            linger: zeroed_masks(),
+            registered: zeroed_masks(),
+            waiting: zeroed_masks(),
+            vclock: zeroed_array(),
+            total_grants: Default::default(),
+            last_share_grant: Default::default(),
+            reclaims: Default::default(),
+            _pad2: zeroed_array(),
+        })
+    }
+
+    /// The device key stored in the header (lossy UTF-8, length range-checked).
+    pub(crate) fn key_string(&self) -> String {
+        let len = (self.key_len.load(Ordering::Relaxed) as usize).min(KEY_BYTES);
+        let mut bytes = read_bytes(&self.key);
+        bytes.truncate(len);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+impl Slot {
+    /// A zeroed slot on the heap (tests and loom models).
+    #[allow(dead_code)]
+    pub(crate) fn new_zeroed() -> Slot {
+        Slot {
+            state: Default::default(),
+            rank: Default::default(),
+            pid: Default::default(),
+            inflight: Default::default(),
+            start_time: Default::default(),
+            incarnation: Default::default(),
+            vtime: Default::default(),
+            linger_until_ns: Default::default(),
+            last_activity_ns: Default::default(),
+            grants: Default::default(),
+            share_grants: Default::default(),
+            slices: Default::default(),
+            yields: Default::default(),
+            wait_ns: Default::default(),
+            busy_ns: Default::default(),
+            uid: Default::default(),
+            _pad0: Default::default(),
+            exe: zeroed_array(),
+            label: zeroed_array(),
+            _pad1: zeroed_array(),
+        }
+    }
+}
+
+/// Stores `src` (truncated to the field, NUL padded) into a byte field made of u64 words.
+pub(crate) fn write_bytes(dst: &[AtomicU64], src: &[u8]) {
+    for (i, word) in dst.iter().enumerate() {
+        let mut b = [0u8; 8];
+        for (j, byte) in b.iter_mut().enumerate() {
+            if let Some(v) = src.get(i * 8 + j) {
+                *byte = *v;
+            }
+        }
+        word.store(u64::from_le_bytes(b), Ordering::Relaxed);
+    }
+}
+
+/// Reads a NUL-padded byte field.
+pub(crate) fn read_bytes(src: &[AtomicU64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(src.len() * 8);
+    for w in src {
+        out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+    }
+    out
+}
+
+/// Reads a NUL-padded name field as a string (lossy, stops at the first NUL).
+pub(crate) fn read_name(src: &[AtomicU64]) -> String {
+    let bytes = read_bytes(src);
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// Truncates `s` to at most `max` bytes on a char boundary.
+pub(crate) fn truncate_utf8(s: &str, max: usize) -> &[u8] {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s.as_bytes()[..end]
+}

@@ -1,0 +1,1 @@
+//! Cross-process shared-memory priority arbiter (no OpenCL inside).

@@ -1,0 +1,821 @@
+//! The arbitration policy and its lock-free protocol, on a view of the shared table.
+//!
+//! Everything here is plain atomics on a [`View`] (header + slots) and a caller-supplied
+//! clock, with no system calls, so the same code runs on the mapped segment, on a heap
+//! table in unit tests, and under loom (`policy::loom_tests`).
+//!
+//! Policy: strict priority between (level, number) at slice granularity; round robin by
+//! slices among demanding clients of the same priority (virtual time = slices granted);
+//! `hp_linger` keeps a client's demand raised for a while after it goes idle; a min share
+//! lets a blocked lower client through once in every N grants; at most `max_inflight`
+//! slices per client.
+//!
+//! Fast path: the decision reads the per-level summary masks in the header (a few words);
+//! it only looks at individual slots that share the caller's level and are demanding or
+//! lingering, so idle or lower clients cost nothing.
+//!
+//! Wake-up protocol (no lost wake-ups, checked by loom):
+//! * waiter: set its `waiting` bit; `fence(SeqCst)`; `g = generation` (Acquire); decide;
+//!   if blocked, futex-wait while `generation == g`.
+//! * waker: change state; `fence(SeqCst)` then, if any `waiting` bit is set, bump
+//!   `generation` (AcqRel), `fence(SeqCst)`, re-read the masks and FUTEX_WAKE.
+//!
+//! Priority protocol: a grant increments the slot's `inflight`, issues `fence(SeqCst)`,
+//! then re-checks the higher demand masks and rolls back if one appeared. A higher client
+//! sets its demand bit and issues `fence(SeqCst)`. So once `announce` returns, no lower
+//! client can take a new grant, and the announcer sees (in `inflight`) every lower grant
+//! that won the race.
+
+use crate::layout::{
+    Header, LevelMasks, Slot, MASK_WORDS, MAX_LINGER_NS, SLOT_ACTIVE, SLOT_CLAIMING, SLOT_FREE,
+    SLOT_RECLAIMED,
+};
+use crate::priority::{Level, Priority, LEVELS};
+use crate::sync::{fence, AtomicU64, Ordering};
+
+/// Policy parameters, read once from the (validated) header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Params {
+    pub max_inflight: u32,
+    /// One min-share grant every N grants; 0 = off.
+    pub share_every: u32,
+    pub linger_ns: u64,
+}
+
+/// The outcome of one grant decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decision {
+    /// Granted; `share` if by the min-share rule; `notify` if a waiter may now proceed.
+    Granted { share: bool, notify: bool },
+    /// A higher priority (or the round robin) is in the way. `until_ns`: the CLOCK_MONOTONIC
+    /// time at which the blocking is known to end by itself (lingering only).
+    Blocked { until_ns: Option<u64> },
+    /// This client already has `max_inflight` slices granted.
+    InflightFull,
+}
+
+/// The shared table as seen by the policy: a header and `slots.len()` validated slots.
+pub(crate) struct View<'a> {
+    pub h: &'a Header,
+    pub slots: &'a [Slot],
+    pub params: Params,
+}
+
+#[inline]
+fn bit(i: usize) -> (usize, u64) {
+    (i / 64, 1u64 << (i % 64))
+}
+
+impl<'a> View<'a> {
+    #[inline]
+    fn words(&self) -> usize {
+        self.slots.len().div_ceil(64).min(MASK_WORDS)
+    }
+
+    /// Bits of word `w` that name real slots; garbage bits beyond `slot_count` are ignored.
+    #[inline]
+    fn valid(&self, w: usize) -> u64 {
+        let n = self.slots.len();
+        if (w + 1) * 64 <= n {
+            u64::MAX
+        } else {
+            (1u64 << (n - w * 64)) - 1
+        }
+    }
+
+    /// Set bits of a mask (valid range only), excluding `except`.
+    #[inline]
+    fn mask_word(&self, m: &[AtomicU64; MASK_WORDS], w: usize, except: usize) -> u64 {
+        let (ew, eb) = bit(except);
+        let mut v = m[w].load(Ordering::Relaxed) & self.valid(w);
+        if w == ew {
+            v &= !eb;
+        }
+        v
+    }
+
+    fn any(&self, m: &[AtomicU64; MASK_WORDS], except: usize) -> bool {
+        (0..self.words()).any(|w| self.mask_word(m, w, except) != 0)
+    }
+
+    /// Calls `f(slot index)` for each set bit, excluding `except`; stops when `f` returns false.
+    fn each(&self, m: &[AtomicU64; MASK_WORDS], except: usize, mut f: impl FnMut(usize) -> bool) {
+        for w in 0..self.words() {
+            let mut v = self.mask_word(m, w, except);
+            while v != 0 {
+                let b = v.trailing_zeros() as usize;
+                v &= v - 1;
+                if !f(w * 64 + b) {
+                    return;
+                }
+            }
+        }
+    }
+
+    fn any_level(&self, masks: &LevelMasks, except: usize) -> bool {
+        masks.iter().any(|m| self.any(m, except))
+    }
+
+    fn is_set(&self, m: &[AtomicU64; MASK_WORDS], i: usize) -> bool {
+        let (w, b) = bit(i);
+        m[w].load(Ordering::Relaxed) & b != 0
+    }
+
+    /// The number inside `level` of slot `i`; a corrupt rank reads as 0.
+    fn number_in(&self, i: usize, level: Level) -> u8 {
+        match Priority::from_rank(self.slots[i].rank.load(Ordering::Relaxed)) {
+            Some(p) if p.level == level => p.number,
+            _ => 0,
+        }
+    }
+
+    /// Is a strictly higher priority demanding (demand masks only, not linger)?
+    fn higher_demand(&self, me: usize, pri: Priority) -> bool {
+        let l = pri.level.index();
+        if self.h.demand[l + 1..].iter().any(|m| self.any(m, me)) {
+            return true;
+        }
+        let mut blocked = false;
+        self.each(&self.h.demand[l], me, |j| {
+            blocked = self.number_in(j, pri.level) > pri.number;
+            !blocked
+        });
+        blocked
+    }
+
+    /// Latest unexpired linger deadline among strictly higher priorities, if any.
+    fn higher_linger(&self, me: usize, pri: Priority, now: u64) -> Option<u64> {
+        let l = pri.level.index();
+        let mut until: Option<u64> = None;
+        for (ll, m) in self.h.linger.iter().enumerate().skip(l) {
+            self.each(m, me, |j| {
+                if ll > l || self.number_in(j, pri.level) > pri.number {
+                    // Clamp so a hostile deadline cannot park us for longer than the
+                    // largest linger this build accepts.
+                    let t = self.slots[j]
+                        .linger_until_ns
+                        .load(Ordering::Relaxed)
+                        .min(now.saturating_add(MAX_LINGER_NS));
+                    if t > now {
+                        until = Some(until.map_or(t, |u: u64| u.max(t)));
+                    }
+                }
+                true
+            });
+        }
+        until
+    }
+
+    /// `None`: nothing of higher priority is in the way. `Some(until)`: blocked; `until` is
+    /// when lingering alone would end it (`None` = only a state change ends it).
+    pub fn blocked_by_higher(&self, me: usize, pri: Priority, now: u64) -> Option<Option<u64>> {
+        if self.higher_demand(me, pri) {
+            return Some(None);
+        }
+        self.higher_linger(me, pri, now).map(Some)
+    }
+
+    /// Round robin inside a priority: go only if no demanding peer of the same priority has
+    /// had fewer slices (virtual time) than us.
+    fn rr_turn(&self, me: usize, pri: Priority) -> bool {
+        let my_vt = self.slots[me].vtime.load(Ordering::Relaxed);
+        let mut ok = true;
+        self.each(&self.h.demand[pri.level.index()], me, |j| {
+            if self.number_in(j, pri.level) == pri.number
+                && self.slots[j].vtime.load(Ordering::Relaxed) < my_vt
+            {
+                ok = false;
+            }
+            ok
+        });
+        ok
+    }
+
+    /// Claims a min-share grant if one is due.
+    fn take_share(&self) -> bool {
+        let every = self.params.share_every as u64;
+        if every == 0 {
+            return false;
+        }
+        let total = self.h.total_grants.load(Ordering::Relaxed);
+        let last = self.h.last_share_grant.load(Ordering::Relaxed);
+        total.wrapping_sub(last) >= every
+            && self
+                .h
+                .last_share_grant
+                .compare_exchange(last, total, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Is slot `me` demanding?
+    pub fn has_demand(&self, me: usize, pri: Priority) -> bool {
+        self.is_set(&self.h.demand[pri.level.index()], me)
+    }
+
+    /// Raises demand (work queued). Idempotent.
+    pub fn announce(&self, me: usize, pri: Priority, now: u64) {
+        let l = pri.level.index();
+        if self.has_demand(me, pri) {
+            return;
+        }
+        let s = &self.slots[me];
+        // Join the round robin at the level's current virtual time: no catch-up burst.
+        let vc = self.h.vclock[l].load(Ordering::Relaxed);
+        if s.vtime.load(Ordering::Relaxed) < vc {
+            s.vtime.store(vc, Ordering::Relaxed);
+        }
+        s.last_activity_ns.store(now, Ordering::Relaxed);
+        let (w, b) = bit(me);
+        self.h.demand[l][w].fetch_or(b, Ordering::Relaxed);
+        self.h.linger[l][w].fetch_and(!b, Ordering::Relaxed);
+        // Pairs with the fence in `try_grant`: after this, lower grants see our demand.
+        fence(Ordering::SeqCst);
+    }
+
+    /// Drops demand; with `hp_linger`, demand lingers until `now + linger`.
+    /// Returns true: waiters may proceed, call [`View::notify`].
+    pub fn idle(&self, me: usize, pri: Priority, now: u64) {
+        let l = pri.level.index();
+        let s = &self.slots[me];
+        let (w, b) = bit(me);
+        // Linger is raised before demand drops, so lower clients never see a gap.
+        if self.params.linger_ns > 0 {
+            s.linger_until_ns
+                .store(now.saturating_add(self.params.linger_ns), Ordering::Relaxed);
+            self.h.linger[l][w].fetch_or(b, Ordering::Relaxed);
+        }
+        self.h.demand[l][w].fetch_and(!b, Ordering::Relaxed);
+        s.last_activity_ns.store(now, Ordering::Relaxed);
+    }
+
+    /// One grant decision for slot `me`. On `Granted`, the caller must call
+    /// [`View::notify`] if `notify` is set.
+    pub fn try_grant(&self, me: usize, pri: Priority, now: u64) -> Decision {
+        let s = &self.slots[me];
+        let l = pri.level.index();
+        let mut share = false;
+        match self.blocked_by_higher(me, pri, now) {
+            Some(until_ns) => {
+                if s.inflight.load(Ordering::Relaxed) >= self.params.max_inflight
+                    || !self.take_share()
+                {
+                    return Decision::Blocked { until_ns };
+                }
+                share = true;
+            }
+            None => {
+                if !self.rr_turn(me, pri) {
+                    return Decision::Blocked { until_ns: None };
+                }
+            }
+        }
+        let max = self.params.max_inflight;
+        if s
+            .inflight
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| {
+                (x < max).then_some(x + 1)
+            })
+            .is_err()
+        {
+            return Decision::InflightFull;
+        }
+        let vt = s.vtime.load(Ordering::Relaxed);
+        if !share {
+            s.vtime.store(vt + 1, Ordering::Relaxed);
+        }
+        // Pairs with the fence in `announce` (priority) and with waiters' fences.
+        fence(Ordering::SeqCst);
+        if !share && self.higher_demand(me, pri) {
+            // A higher client announced while we decided: back out.
+            s.vtime.store(vt, Ordering::Relaxed);
+            let _ = s
+                .inflight
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| x.checked_sub(1));
+            return Decision::Blocked { until_ns: None };
+        }
+        if !share {
+            self.h.vclock[l].fetch_max(vt + 1, Ordering::Relaxed);
+        }
+        let total = self.h.total_grants.fetch_add(1, Ordering::Relaxed) + 1;
+        s.grants.fetch_add(1, Ordering::Relaxed);
+        if share {
+            s.share_grants.fetch_add(1, Ordering::Relaxed);
+        }
+        s.last_activity_ns.store(now, Ordering::Relaxed);
+        // Round-robin peers may now be eligible; a due min share may let a lower one in.
+        let mut notify = self.any(&self.h.waiting[l], me);
+        if !notify && self.params.share_every > 0 {
+            let due = total.wrapping_sub(self.h.last_share_grant.load(Ordering::Relaxed))
+                >= self.params.share_every as u64;
+            notify = due && self.h.waiting[..l].iter().any(|m| self.any(m, me));
+        }
+        Decision::Granted { share, notify }
+    }
+
+    /// Reports one slice done. Returns true if a waiter may proceed (call `notify`).
+    pub fn complete(&self, me: usize, pri: Priority, now: u64, duration_ns: u64) -> bool {
+        let s = &self.slots[me];
+        let _ = s
+            .inflight
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| x.checked_sub(1));
+        s.slices.fetch_add(1, Ordering::Relaxed);
+        s.busy_ns.fetch_add(duration_ns, Ordering::Relaxed);
+        s.last_activity_ns.store(now, Ordering::Relaxed);
+        let l = pri.level.index();
+        if self.params.linger_ns > 0 && self.is_set(&self.h.linger[l], me) {
+            // Linger counts from the last completion, not from `idle`.
+            s.linger_until_ns
+                .store(now.saturating_add(self.params.linger_ns), Ordering::Relaxed);
+        }
+        fence(Ordering::SeqCst);
+        // Another thread of this client may wait for an in-flight slot.
+        self.is_set(&self.h.waiting[l], me)
+    }
+
+    /// Marks slot `me` as waiting (or not). Setting it is followed by a SeqCst fence.
+    pub fn set_waiting(&self, me: usize, pri: Priority, on: bool) {
+        let (w, b) = bit(me);
+        let m = &self.h.waiting[pri.level.index()][w];
+        if on {
+            m.fetch_or(b, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+        } else {
+            m.fetch_and(!b, Ordering::Relaxed);
+        }
+    }
+
+    /// Current generation (read before deciding, then futex-wait on it).
+    pub fn generation(&self) -> u32 {
+        self.h.generation.load(Ordering::Acquire)
+    }
+
+    /// Publishes a state change: bumps the generation. Returns true if any client waits,
+    /// i.e. if the caller should FUTEX_WAKE.
+    pub fn notify(&self) -> bool {
+        self.h.generation.fetch_add(1, Ordering::AcqRel);
+        fence(Ordering::SeqCst);
+        self.any_level(&self.h.waiting, usize::MAX)
+    }
+
+    /// Is a strictly higher priority registered (even idle)?
+    pub fn higher_registered(&self, me: usize, pri: Priority) -> bool {
+        let l = pri.level.index();
+        if self.h.registered[l + 1..].iter().any(|m| self.any(m, me)) {
+            return true;
+        }
+        let mut found = false;
+        self.each(&self.h.registered[l], me, |j| {
+            found = self.number_in(j, pri.level) > pri.number;
+            !found
+        });
+        found
+    }
+
+    /// Is any other client of the same or higher priority registered?
+    pub fn contended(&self, me: usize, pri: Priority) -> bool {
+        let l = pri.level.index();
+        if self.h.registered[l + 1..].iter().any(|m| self.any(m, me)) {
+            return true;
+        }
+        let mut found = false;
+        self.each(&self.h.registered[l], me, |j| {
+            found = self.number_in(j, pri.level) >= pri.number;
+            !found
+        });
+        found
+    }
+
+    /// Fills in a slot the caller has just locked, and publishes it as active.
+    pub fn claim(&self, me: usize, pri: Priority, fill: impl FnOnce(&Slot)) {
+        let s = &self.slots[me];
+        s.state.store(SLOT_CLAIMING, Ordering::Relaxed);
+        for c in [
+            &s.grants,
+            &s.share_grants,
+            &s.slices,
+            &s.yields,
+            &s.wait_ns,
+            &s.busy_ns,
+            &s.linger_until_ns,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        s.inflight.store(0, Ordering::Relaxed);
+        s.rank.store(pri.to_rank(), Ordering::Relaxed);
+        s.vtime.store(
+            self.h.vclock[pri.level.index()].load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        s.incarnation.fetch_add(1, Ordering::Relaxed);
+        fill(s);
+        s.state.store(SLOT_ACTIVE, Ordering::Release);
+        let (w, b) = bit(me);
+        self.h.registered[pri.level.index()][w].fetch_or(b, Ordering::Release);
+    }
+
+    /// Clears every summary bit of slot `i` and its in-flight count; leaves it in `state`.
+    /// The caller holds the slot's lock (its own, or a dead owner's).
+    pub fn clear_slot(&self, i: usize, state: u32) {
+        let (w, b) = bit(i);
+        for masks in [
+            &self.h.demand,
+            &self.h.linger,
+            &self.h.waiting,
+            &self.h.registered,
+        ] {
+            for m in masks.iter() {
+                m[w].fetch_and(!b, Ordering::Relaxed);
+            }
+        }
+        let s = &self.slots[i];
+        s.inflight.store(0, Ordering::Relaxed);
+        s.state.store(state, Ordering::Release);
+        if state == SLOT_RECLAIMED {
+            self.h.reclaims.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Releases slot `me` at unregister.
+    pub fn release(&self, me: usize) {
+        self.clear_slot(me, SLOT_FREE);
+    }
+
+    /// Slot `i` is claimed or active (a candidate for the liveness check).
+    pub fn occupied(&self, i: usize) -> bool {
+        matches!(
+            self.slots[i].state.load(Ordering::Acquire),
+            SLOT_ACTIVE | SLOT_CLAIMING
+        )
+    }
+
+    /// Levels as an array, for status output.
+    pub fn level_bits(&self, i: usize) -> [(bool, bool, bool, bool); LEVELS] {
+        let (w, b) = bit(i);
+        std::array::from_fn(|l| {
+            (
+                self.h.demand[l][w].load(Ordering::Relaxed) & b != 0,
+                self.h.linger[l][w].load(Ordering::Relaxed) & b != 0,
+                self.h.waiting[l][w].load(Ordering::Relaxed) & b != 0,
+                self.h.registered[l][w].load(Ordering::Relaxed) & b != 0,
+            )
+        })
+    }
+}
+
+/// A heap-allocated table for unit tests and loom models.
+#[cfg(any(test, loom))]
+pub(crate) struct HeapTable {
+    pub h: Box<Header>,
+    pub slots: Vec<Slot>,
+    pub params: Params,
+}
+
+#[cfg(any(test, loom))]
+impl HeapTable {
+    pub fn new(n: usize, params: Params) -> Self {
+        HeapTable {
+            h: Header::new_boxed(),
+            slots: (0..n).map(|_| Slot::new_zeroed()).collect(),
+            params,
+        }
+    }
+    pub fn view(&self) -> View<'_> {
+        View {
+            h: &self.h,
+            slots: &self.slots,
+            params: self.params,
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    const P: Params = Params {
+        max_inflight: 2,
+        share_every: 0,
+        linger_ns: 0,
+    };
+
+    fn table(n: usize, params: Params, pris: &[Priority]) -> HeapTable {
+        let t = HeapTable::new(n, params);
+        for (i, p) in pris.iter().enumerate() {
+            t.view().claim(i, *p, |_| {});
+        }
+        t
+    }
+
+    fn granted(d: Decision) -> bool {
+        matches!(d, Decision::Granted { .. })
+    }
+
+    #[test]
+    fn alone_grants_up_to_max_inflight() {
+        let t = table(4, P, &[Priority::NORMAL]);
+        let v = t.view();
+        v.announce(0, Priority::NORMAL, 1);
+        assert!(granted(v.try_grant(0, Priority::NORMAL, 1)));
+        assert!(granted(v.try_grant(0, Priority::NORMAL, 1)));
+        assert_eq!(v.try_grant(0, Priority::NORMAL, 1), Decision::InflightFull);
+        v.complete(0, Priority::NORMAL, 2, 100);
+        assert!(granted(v.try_grant(0, Priority::NORMAL, 2)));
+        assert_eq!(t.slots[0].grants.load(Ordering::Relaxed), 3);
+        assert_eq!(t.slots[0].busy_ns.load(Ordering::Relaxed), 100);
+    }
+
+    #[test]
+    fn higher_demand_blocks_lower_until_idle() {
+        let (hi, lo) = (Priority::HIGH, Priority::LOW);
+        let t = table(4, P, &[hi, lo]);
+        let v = t.view();
+        v.announce(0, hi, 1);
+        v.announce(1, lo, 1);
+        assert_eq!(
+            v.try_grant(1, lo, 1),
+            Decision::Blocked { until_ns: None }
+        );
+        assert!(granted(v.try_grant(0, hi, 1)));
+        v.idle(0, hi, 2);
+        assert!(granted(v.try_grant(1, lo, 2)));
+    }
+
+    #[test]
+    fn number_inside_level_orders() {
+        let a: Priority = "normal:2".parse().unwrap();
+        let b: Priority = "normal:1".parse().unwrap();
+        let t = table(4, P, &[a, b]);
+        let v = t.view();
+        v.announce(0, a, 1);
+        v.announce(1, b, 1);
+        assert!(!granted(v.try_grant(1, b, 1)));
+        assert!(granted(v.try_grant(0, a, 1)));
+        assert!(v.higher_registered(1, b));
+        assert!(!v.higher_registered(0, a));
+    }
+
+    #[test]
+    fn linger_blocks_lower_until_deadline() {
+        let params = Params {
+            linger_ns: 1000,
+            ..P
+        };
+        let (hi, lo) = (Priority::HIGH, Priority::LOW);
+        let t = table(4, params, &[hi, lo]);
+        let v = t.view();
+        v.announce(0, hi, 10);
+        v.idle(0, hi, 10);
+        v.announce(1, lo, 10);
+        assert_eq!(
+            v.try_grant(1, lo, 500),
+            Decision::Blocked {
+                until_ns: Some(1010)
+            }
+        );
+        // A completion while lingering pushes the deadline.
+        v.complete(0, hi, 800, 1);
+        assert!(!granted(v.try_grant(1, lo, 1500)));
+        assert!(granted(v.try_grant(1, lo, 1801)));
+    }
+
+    #[test]
+    fn round_robin_alternates() {
+        let p = Priority::NORMAL;
+        let params = Params {
+            max_inflight: 1,
+            ..P
+        };
+        let t = table(4, params, &[p, p, p]);
+        let v = t.view();
+        for i in 0..3 {
+            v.announce(i, p, 1);
+        }
+        let mut order = Vec::new();
+        for _ in 0..30 {
+            for i in 0..3 {
+                if granted(v.try_grant(i, p, 1)) {
+                    order.push(i);
+                    v.complete(i, p, 1, 1);
+                }
+            }
+        }
+        let counts: Vec<usize> = (0..3)
+            .map(|i| order.iter().filter(|&&x| x == i).count())
+            .collect();
+        assert_eq!(counts, vec![30, 30, 30]);
+        // A client that tries twice in a row is held back until the others had a turn.
+        assert!(granted(v.try_grant(0, p, 1)));
+        v.complete(0, p, 1, 1);
+        assert!(!granted(v.try_grant(0, p, 1)));
+    }
+
+    #[test]
+    fn late_joiner_gets_no_catch_up_burst() {
+        let p = Priority::NORMAL;
+        let t = table(4, P, &[p, p]);
+        let v = t.view();
+        v.announce(0, p, 1);
+        for _ in 0..50 {
+            assert!(granted(v.try_grant(0, p, 1)));
+            v.complete(0, p, 1, 1);
+        }
+        v.announce(1, p, 1);
+        // The newcomer starts level with the incumbent: they alternate right away.
+        assert!(granted(v.try_grant(0, p, 1)));
+        v.complete(0, p, 1, 1);
+        assert!(!granted(v.try_grant(0, p, 1)));
+        assert!(granted(v.try_grant(1, p, 1)));
+    }
+
+    #[test]
+    fn min_share_lets_lower_through() {
+        let params = Params {
+            share_every: 4,
+            ..P
+        };
+        let (hi, lo) = (Priority::HIGH, Priority::LOW);
+        let t = table(4, params, &[hi, lo]);
+        let v = t.view();
+        v.announce(0, hi, 1);
+        v.announce(1, lo, 1);
+        let mut low = 0;
+        for _ in 0..400 {
+            if granted(v.try_grant(0, hi, 1)) {
+                v.complete(0, hi, 1, 1);
+            }
+            if let Decision::Granted { share, .. } = v.try_grant(1, lo, 1) {
+                assert!(share);
+                low += 1;
+                v.complete(1, lo, 1, 1);
+            }
+        }
+        let high = t.slots[0].grants.load(Ordering::Relaxed);
+        assert!(low > 0);
+        // One in four grants overall goes to the lower level.
+        assert!(low * 4 <= high + low + 4, "low {low} high {high}");
+        assert_eq!(t.slots[1].share_grants.load(Ordering::Relaxed), low);
+    }
+
+    #[test]
+    fn garbage_masks_and_ranks_do_not_panic() {
+        let t = table(3, P, &[Priority::NORMAL]);
+        for masks in [&t.h.demand, &t.h.linger, &t.h.waiting, &t.h.registered] {
+            for m in masks.iter() {
+                for w in m {
+                    w.store(u64::MAX, Ordering::Relaxed);
+                }
+            }
+        }
+        for s in &t.slots[1..] {
+            s.rank.store(u32::MAX, Ordering::Relaxed);
+            s.linger_until_ns.store(u64::MAX, Ordering::Relaxed);
+            s.vtime.store(u64::MAX, Ordering::Relaxed);
+        }
+        let v = t.view();
+        let d = v.try_grant(0, Priority::NORMAL, 5);
+        assert!(matches!(d, Decision::Blocked { .. }), "{d:?}");
+        assert!(v.higher_registered(0, Priority::NORMAL));
+        for i in 0..3 {
+            v.clear_slot(i, SLOT_RECLAIMED);
+        }
+        assert!(!v.any_level(&t.h.registered, usize::MAX));
+    }
+
+    #[test]
+    fn clear_slot_drops_demand_of_dead_client() {
+        let (hi, lo) = (Priority::HIGH, Priority::LOW);
+        let t = table(4, P, &[hi, lo]);
+        let v = t.view();
+        v.announce(0, hi, 1);
+        assert!(granted(v.try_grant(0, hi, 1)));
+        v.announce(1, lo, 1);
+        assert!(!granted(v.try_grant(1, lo, 1)));
+        v.clear_slot(0, SLOT_RECLAIMED);
+        assert!(granted(v.try_grant(1, lo, 1)));
+        assert_eq!(t.h.reclaims.load(Ordering::Relaxed), 1);
+        assert_eq!(t.slots[0].state.load(Ordering::Relaxed), SLOT_RECLAIMED);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    //! Model checks of the protocol, on the real policy code over loom atomics.
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    const P: Params = Params {
+        max_inflight: 2,
+        share_every: 0,
+        linger_ns: 0,
+    };
+
+    fn table(pris: &[Priority]) -> Arc<HeapTable> {
+        let t = HeapTable::new(pris.len(), P);
+        for (i, p) in pris.iter().enumerate() {
+            t.view().claim(i, *p, |_| {});
+        }
+        Arc::new(t)
+    }
+
+    /// A lower grant that survives always shows in `inflight` to a higher client that has
+    /// announced: no lower grant slips past an announced higher demand unseen.
+    #[test]
+    fn loom_priority_announce_vs_lower_grant() {
+        loom::model(|| {
+            let (hi, lo) = (Priority::HIGH, Priority::LOW);
+            let t = table(&[hi, lo]);
+            let t2 = t.clone();
+            let low = thread::spawn(move || {
+                let v = t2.view();
+                v.announce(1, lo, 0);
+                matches!(v.try_grant(1, lo, 0), Decision::Granted { .. })
+            });
+            let v = t.view();
+            v.announce(0, hi, 0);
+            let seen = t.slots[1].inflight.load(Ordering::Relaxed);
+            let low_granted = low.join().unwrap();
+            if low_granted {
+                assert_eq!(seen, 1, "lower grant raced past an announced higher demand");
+            }
+        });
+    }
+
+    /// A waiter blocked by a higher client is never left asleep after that client idles:
+    /// either its decision sees the change, or its futex value is stale, or the waker sees
+    /// its waiting bit and wakes it.
+    #[test]
+    fn loom_no_lost_wakeup() {
+        loom::model(|| {
+            let (hi, lo) = (Priority::HIGH, Priority::LOW);
+            let t = table(&[hi, lo]);
+            t.view().announce(0, hi, 0);
+            t.view().announce(1, lo, 0);
+            let t2 = t.clone();
+            let waker = thread::spawn(move || {
+                let v = t2.view();
+                v.idle(0, hi, 0);
+                fence(Ordering::SeqCst);
+                v.notify()
+            });
+            let v = t.view();
+            v.set_waiting(1, lo, true);
+            let g = v.generation();
+            let granted = matches!(v.try_grant(1, lo, 0), Decision::Granted { .. });
+            // Models FUTEX_WAIT's atomic compare: sleeps only if the word is unchanged.
+            let would_sleep = !granted && v.h.generation.load(Ordering::Acquire) == g;
+            let woke = waker.join().unwrap();
+            if would_sleep {
+                assert!(woke, "lost wake-up: waiter asleep and waker saw no waiter");
+            }
+        });
+    }
+
+    /// Round-robin peers: after a grant, a peer waiting for its turn is notified.
+    #[test]
+    fn loom_round_robin_wakeup() {
+        loom::model(|| {
+            let p = Priority::NORMAL;
+            let t = table(&[p, p]);
+            let v0 = t.view();
+            v0.announce(0, p, 0);
+            v0.announce(1, p, 0);
+            // Slot 1 is ahead by one slice, so it must wait for slot 0's grant.
+            t.slots[1].vtime.store(1, Ordering::Relaxed);
+            let t2 = t.clone();
+            let granter = thread::spawn(move || match t2.view().try_grant(0, p, 0) {
+                Decision::Granted { notify, .. } => notify && t2.view().notify(),
+                d => panic!("slot 0 should be granted, got {d:?}"),
+            });
+            let v = t.view();
+            v.set_waiting(1, p, true);
+            let g = v.generation();
+            let granted = matches!(v.try_grant(1, p, 0), Decision::Granted { .. });
+            let would_sleep = !granted && v.h.generation.load(Ordering::Acquire) == g;
+            let woke = granter.join().unwrap();
+            if would_sleep {
+                assert!(woke, "lost round-robin wake-up");
+            }
+        });
+    }
+
+    /// Publish protocol: a reader that sees the magic sees every field written before it.
+    #[test]
+    fn loom_header_publish() {
+        use crate::layout::{MAGIC, VERSION};
+        loom::model(|| {
+            let h: Arc<Header> = Arc::from(Header::new_boxed());
+            let h2 = h.clone();
+            let creator = thread::spawn(move || {
+                h2.version.store(VERSION, Ordering::Relaxed);
+                h2.slot_count.store(64, Ordering::Relaxed);
+                h2.magic.store(MAGIC, Ordering::Release);
+            });
+            if h.magic.load(Ordering::Acquire) == MAGIC {
+                assert_eq!(h.version.load(Ordering::Relaxed), VERSION);
+                assert_eq!(h.slot_count.load(Ordering::Relaxed), 64);
+            }
+            creator.join().unwrap();
+        });
+    }
+}

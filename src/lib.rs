@@ -1,0 +1,1 @@
+//! Integration tests and benchmarks live in tests/ and benches/.

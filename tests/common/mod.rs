@@ -1,0 +1,216 @@
+//! Shared set-up for the integration tests: every test binary talks to the real ocl-icd
+//! loader, with a private vendors directory that holds `softpreempt.icd` (pointing at the
+//! freshly built library) and the system's PoCL entry, exactly as an application would.
+#![allow(dead_code)]
+
+use opencl_sys::*;
+use std::ffi::{c_void, CString};
+use std::path::PathBuf;
+use std::sync::Once;
+
+/// The built layer. `cargo build` must have run first (the README's test command does).
+pub fn library_path() -> PathBuf {
+    if let Ok(p) = std::env::var("SOFTPREEMPT_LIB") {
+        return PathBuf::from(p);
+    }
+    let target = std::env::var("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
+    for profile in ["debug", "release"] {
+        let p = target.join(profile).join("libsoftpreempt.so");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("libsoftpreempt.so not built: run `cargo build --workspace` first (or set SOFTPREEMPT_LIB)");
+}
+
+/// The system's PoCL library, from its .icd file.
+pub fn pocl_library() -> String {
+    let icd = std::fs::read_to_string("/etc/OpenCL/vendors/pocl.icd")
+        .expect("PoCL is not installed (/etc/OpenCL/vendors/pocl.icd): run scripts/setup.sh");
+    icd.lines().next().unwrap().trim().to_string()
+}
+
+/// A vendors directory with both entries. Returns its path.
+pub fn make_vendors_dir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("softpreempt-vendors-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("softpreempt.icd"), format!("{}\n", library_path().display())).unwrap();
+    std::fs::write(dir.join("pocl.icd"), format!("{}\n", pocl_library())).unwrap();
+    dir
+}
+
+/// Points the loader at our vendors directory. Must run before the first OpenCL call of
+/// the process; every helper below calls it.
+pub fn setup() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let dir = make_vendors_dir("main");
+        std::env::set_var("OCL_ICD_VENDORS", &dir);
+        // A test machine's /etc/softpreempt.toml must not change what the tests see.
+        if std::env::var_os("SOFTPREEMPT_CONFIG").is_none() {
+            std::env::set_var("SOFTPREEMPT_CONFIG", "/dev/null");
+        }
+    });
+}
+
+pub fn platforms() -> Vec<cl_platform_id> {
+    setup();
+    let mut n = 0;
+    // SAFETY: two-call pattern with valid out pointers.
+    unsafe {
+        assert_eq!(clGetPlatformIDs(0, std::ptr::null_mut(), &mut n), CL_SUCCESS);
+        let mut v = vec![std::ptr::null_mut(); n as usize];
+        assert_eq!(clGetPlatformIDs(n, v.as_mut_ptr(), std::ptr::null_mut()), CL_SUCCESS);
+        v
+    }
+}
+
+pub fn platform_string(p: cl_platform_id, what: cl_platform_info) -> String {
+    let b = info_bytes(|s, v, r| unsafe { clGetPlatformInfo(p, what, s, v, r) });
+    cstr(&b)
+}
+
+pub fn cstr(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+/// Reads a whole info value with the two-call pattern, asserting success.
+pub fn info_bytes(f: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> Vec<u8> {
+    let mut size = 0;
+    assert_eq!(f(0, std::ptr::null_mut(), &mut size), CL_SUCCESS, "info size query failed");
+    let mut b = vec![0u8; size];
+    if size > 0 {
+        assert_eq!(f(size, b.as_mut_ptr() as *mut c_void, std::ptr::null_mut()), CL_SUCCESS);
+    }
+    b
+}
+
+/// Reads a plain value from an info query.
+pub fn info_scalar<T: Copy + Default>(f: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> T {
+    let mut v = T::default();
+    assert_eq!(f(std::mem::size_of::<T>(), &mut v as *mut T as *mut c_void, std::ptr::null_mut()), CL_SUCCESS);
+    v
+}
+
+/// The SoftPreempt platform (wrapping PoCL).
+pub fn sp_platform() -> cl_platform_id {
+    *platforms()
+        .iter()
+        .find(|&&p| platform_string(p, CL_PLATFORM_NAME) == "SoftPreempt")
+        .expect("no SoftPreempt platform visible through the loader")
+}
+
+/// The bare PoCL platform, for side-by-side comparisons.
+pub fn bare_platform() -> cl_platform_id {
+    *platforms()
+        .iter()
+        .find(|&&p| platform_string(p, CL_PLATFORM_NAME) == "Portable Computing Language")
+        .expect("no PoCL platform visible through the loader")
+}
+
+pub fn device(p: cl_platform_id) -> cl_device_id {
+    let mut d = std::ptr::null_mut();
+    // SAFETY: one device handle out.
+    let rc = unsafe { clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL as cl_device_type, 1, &mut d, std::ptr::null_mut()) };
+    assert_eq!(rc, CL_SUCCESS);
+    d
+}
+
+/// A fresh context, device and in-order queue (with profiling) on `p`.
+pub struct Env {
+    pub platform: cl_platform_id,
+    pub device: cl_device_id,
+    pub context: cl_context,
+    pub queue: cl_command_queue,
+}
+
+impl Env {
+    pub fn new(p: cl_platform_id) -> Env {
+        let device = device(p);
+        let props = [CL_CONTEXT_PLATFORM as cl_context_properties, p as cl_context_properties, 0];
+        let mut err = 0;
+        // SAFETY: valid property list and device.
+        let context = unsafe { clCreateContext(props.as_ptr(), 1, &device, None, std::ptr::null_mut(), &mut err) };
+        assert_eq!(err, CL_SUCCESS, "clCreateContext");
+        let qprops = [CL_QUEUE_PROPERTIES as cl_queue_properties, CL_QUEUE_PROFILING_ENABLE as cl_queue_properties, 0];
+        // SAFETY: valid context/device and property list.
+        let queue = unsafe { clCreateCommandQueueWithProperties(context, device, qprops.as_ptr(), &mut err) };
+        assert_eq!(err, CL_SUCCESS, "clCreateCommandQueueWithProperties");
+        Env { platform: p, device, context, queue }
+    }
+
+    pub fn sp() -> Env {
+        Env::new(sp_platform())
+    }
+
+    /// Builds `src` and returns the program (panics with the build log on failure).
+    pub fn program(&self, src: &str) -> cl_program {
+        let c = CString::new(src).unwrap();
+        let ptr = c.as_ptr();
+        let mut err = 0;
+        // SAFETY: one NUL-terminated source string.
+        let prog = unsafe { clCreateProgramWithSource(self.context, 1, &ptr, std::ptr::null(), &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        // SAFETY: valid program and device.
+        let rc = unsafe { clBuildProgram(prog, 1, &self.device, std::ptr::null(), None, std::ptr::null_mut()) };
+        if rc != CL_SUCCESS {
+            let log = info_bytes(|s, v, r| unsafe { clGetProgramBuildInfo(prog, self.device, CL_PROGRAM_BUILD_LOG, s, v, r) });
+            panic!("build failed ({rc}): {}", cstr(&log));
+        }
+        prog
+    }
+
+    pub fn kernel(&self, prog: cl_program, name: &str) -> cl_kernel {
+        let c = CString::new(name).unwrap();
+        let mut err = 0;
+        // SAFETY: valid program and name.
+        let k = unsafe { clCreateKernel(prog, c.as_ptr(), &mut err) };
+        assert_eq!(err, CL_SUCCESS, "clCreateKernel({name})");
+        k
+    }
+
+    pub fn buffer(&self, bytes: usize) -> cl_mem {
+        let mut err = 0;
+        // SAFETY: plain device buffer.
+        let m = unsafe { clCreateBuffer(self.context, CL_MEM_READ_WRITE, bytes, std::ptr::null_mut(), &mut err) };
+        assert_eq!(err, CL_SUCCESS);
+        m
+    }
+
+    pub fn write<T: Copy>(&self, m: cl_mem, data: &[T]) {
+        // SAFETY: blocking write from a live slice.
+        let rc = unsafe {
+            clEnqueueWriteBuffer(self.queue, m, CL_TRUE, 0, std::mem::size_of_val(data), data.as_ptr() as *const c_void, 0, std::ptr::null(), std::ptr::null_mut())
+        };
+        assert_eq!(rc, CL_SUCCESS);
+    }
+
+    pub fn read<T: Copy + Default>(&self, m: cl_mem, n: usize) -> Vec<T> {
+        let mut v = vec![T::default(); n];
+        // SAFETY: blocking read into a live vector.
+        let rc = unsafe {
+            clEnqueueReadBuffer(self.queue, m, CL_TRUE, 0, n * std::mem::size_of::<T>(), v.as_mut_ptr() as *mut c_void, 0, std::ptr::null(), std::ptr::null_mut())
+        };
+        assert_eq!(rc, CL_SUCCESS);
+        v
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        // SAFETY: releasing what `new` created.
+        unsafe {
+            clReleaseCommandQueue(self.queue);
+            clReleaseContext(self.context);
+        }
+    }
+}
+
+/// Asserts a CL status with a readable message.
+#[track_caller]
+pub fn ok(rc: cl_int) {
+    assert_eq!(rc, CL_SUCCESS, "OpenCL call failed with {rc}");
+}
