@@ -171,6 +171,9 @@ entry::cl_dispatch! {
 
 /// The ICD loader's entry point (cl_khr_icd). Vendors are discovered here, at the loader's
 /// start-up, without calling back into the loader.
+///
+/// # Safety
+/// Called by the ICD loader with the pointers cl_khr_icd specifies.
 #[no_mangle]
 pub unsafe extern "C" fn clIcdGetPlatformIDsKHR(
     num_entries: cl_uint,
@@ -182,6 +185,9 @@ pub unsafe extern "C" fn clIcdGetPlatformIDsKHR(
 }
 
 /// Exported for loaders that resolve it by name; the same function as the table's slot.
+///
+/// # Safety
+/// `func_name` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn clGetExtensionFunctionAddress(func_name: *const c_char) -> *mut c_void {
     entry::install();
@@ -189,6 +195,9 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddress(func_name: *const c_char)
 }
 
 /// Exported because ocl-icd asks the library for it directly (for the ICD suffix).
+///
+/// # Safety
+/// The OpenCL contract of `clGetPlatformInfo`.
 #[no_mangle]
 pub unsafe extern "C" fn clGetPlatformInfo(
     platform: cl_platform_id,

@@ -9,7 +9,7 @@ use crate::core::error::CLResult;
 use crate::core::forward::fetch_info;
 use crate::core::handle::{new_obj, Obj, Ref};
 use crate::core::objects::Context;
-use crate::core::platform::{platforms, root_devices, Device, Platform};
+use crate::core::platform::{platforms, Device, Platform};
 use crate::core::refcount;
 use crate::{vcreate, vtry};
 
@@ -70,7 +70,7 @@ fn wrap_context(
     let ids: Vec<cl_device_id> = match raw {
         Ok(raw) => raw
             .chunks_exact(std::mem::size_of::<cl_device_id>())
-            .map(|c| crate::api::device::read_handle(c))
+            .map(crate::api::device::read_handle)
             .collect(),
         Err(e) => {
             // SAFETY: releasing the context we cannot describe; the app never saw it.
@@ -78,7 +78,7 @@ fn wrap_context(
             return Err(e);
         }
     };
-    let devices: Vec<Ref<Device>> = ids.iter().filter_map(|&d| Device::lookup(d)).collect();
+    let devices: Vec<Ref<Device>> = ids.iter().map(|&d| Device::wrap(platform, d)).collect();
     Ok(new_obj(Context { inner, platform, devices, app_properties }).handle())
 }
 
@@ -140,7 +140,6 @@ pub fn create_context_from_type(
             p
         }
     };
-    root_devices(platform)?;
     let vt = platform.get().inner.vt;
     let ctx = vcreate!(vt, clCreateContextFromType(inner_ptr(&props.inner), device_type, pfn_notify, user_data))?;
     wrap_context(platform, ctx, props.app)

@@ -9,7 +9,7 @@ use crate::core::error::CLResult;
 use crate::core::extensions;
 use crate::core::forward::{fetch_info, info_string, string_bytes};
 use crate::core::handle::Obj;
-use crate::core::platform::{root_devices, Device, Platform};
+use crate::core::platform::{Device, Platform};
 use crate::core::refcount;
 use crate::{vcall, vtry};
 
@@ -27,7 +27,6 @@ pub fn get_device_ids(
     if (num_entries == 0 && !devices.is_null()) || (devices.is_null() && num_devices.is_null()) {
         return Err(CL_INVALID_VALUE);
     }
-    root_devices(p)?;
     // Let the vendor apply its own type rules (CL_DEVICE_TYPE_DEFAULT, errors), then map.
     let i = &p.get().inner;
     let mut n: cl_uint = 0;
@@ -36,7 +35,7 @@ pub fn get_device_ids(
     vtry!(i.vt, clGetDeviceIDs(i.h, device_type, n, ids.as_mut_ptr(), std::ptr::null_mut()))?;
     let wrapped: Vec<cl_device_id> = ids
         .iter()
-        .filter_map(|&d| Device::lookup(d).map(|w| w.handle()))
+        .map(|&d| Device::wrap(p, d).handle())
         .collect();
     if !devices.is_null() {
         for (k, d) in wrapped.iter().take(num_entries as usize).enumerate() {
@@ -84,10 +83,10 @@ pub fn get_device_info(
             bytes_of(&ours).to_vec()
         }
         CL_DEVICE_EXTENSIONS => {
-            string_bytes(&extensions::filter_list(&info_string(&inner_info(d, param_name)?)))
+            string_bytes(&extensions::filter_list(&info_string(&inner_info(d, param_name)?), extensions::DEVICE_OURS))
         }
         CL_DEVICE_EXTENSIONS_WITH_VERSION => {
-            bytes_of_slice(&filter_name_versions(&inner_info(d, param_name)?)).to_vec()
+            bytes_of_slice(&filter_name_versions(&inner_info(d, param_name)?, extensions::DEVICE_OURS)).to_vec()
         }
         _ => inner_info(d, param_name)?,
     };

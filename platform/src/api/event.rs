@@ -1,46 +1,106 @@
-//! `event` entry points.
+//! Event entry points.
 
 use crate::core::cl::*;
 use std::ffi::c_void;
 
+use crate::core::args::{bytes_of, write_info};
+use crate::core::callback::{event_notify, Callback, EventNotify};
 use crate::core::error::CLResult;
+use crate::core::events::InnerEvents;
+use crate::core::forward::fetch_info;
+use crate::core::handle::{new_obj, Obj};
+use crate::core::objects::{Context, Event};
+use crate::core::refcount;
+use crate::{vcreate, vtry};
 
-/// clWaitForEvents: STUB, not yet forwarded.
-pub fn wait_for_events(_num_events: cl_uint, _event_list: *const cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn wait_for_events(num_events: cl_uint, event_list: *const cl_event) -> CLResult<()> {
+    // "CL_INVALID_VALUE if num_events is zero or event_list is NULL."
+    // "CL_INVALID_EVENT if event objects specified in event_list are not valid event
+    // objects."
+    let list = InnerEvents::event_list(num_events, event_list)?;
+    // The first event's table serves the whole list: "CL_INVALID_CONTEXT if events
+    // specified in event_list do not belong to the same context" is the vendor's to check
+    // on the inner events.
+    let first = crate::core::args::slice(event_list, 1)?[0];
+    let vt = Obj::<Event>::check(first)?.get().inner.vt;
+    vtry!(vt, clWaitForEvents(list.len(), list.ptr()))
 }
 
-/// clGetEventInfo: STUB, not yet forwarded.
-pub fn get_event_info(_event: cl_event, _param_name: cl_event_info, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn get_event_info(
+    event: cl_event,
+    param_name: cl_event_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> CLResult<()> {
+    // "CL_INVALID_EVENT if event is a not a valid event object."
+    let e = Obj::<Event>::check(event)?.get();
+    let answer = match param_name {
+        // "Return the command-queue associated with event. For user event objects, a NULL
+        // value is returned."
+        CL_EVENT_COMMAND_QUEUE => bytes_of(&e.queue.as_ref().map_or(std::ptr::null_mut(), |q| q.handle())).to_vec(),
+        CL_EVENT_CONTEXT => bytes_of(&e.context.handle()).to_vec(),
+        _ => fetch_info(|s, v, r| match e.inner.vt.clGetEventInfo {
+            // SAFETY: the vendor's query on its own event, buffers sized by fetch_info.
+            Some(f) => unsafe { f(e.inner.h, param_name, s, v, r) },
+            None => CL_INVALID_OPERATION,
+        })?,
+    };
+    write_info(param_value_size, param_value, param_value_size_ret, &answer)
 }
 
-/// clRetainEvent: STUB, not yet forwarded.
-pub fn retain_event(_event: cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn retain_event(event: cl_event) -> CLResult<()> {
+    refcount::retain::<Event>(event, |e| vtry!(e.inner.vt, clRetainEvent(e.inner.h)))
 }
 
-/// clReleaseEvent: STUB, not yet forwarded.
-pub fn release_event(_event: cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn release_event(event: cl_event) -> CLResult<()> {
+    refcount::release::<Event>(event, |e| vtry!(e.inner.vt, clReleaseEvent(e.inner.h)))
 }
 
-/// clGetEventProfilingInfo: STUB, not yet forwarded.
-pub fn get_event_profiling_info(_event: cl_event, _param_name: cl_profiling_info, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn get_event_profiling_info(
+    event: cl_event,
+    param_name: cl_profiling_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> CLResult<()> {
+    // "CL_INVALID_EVENT if event is a not a valid event object."
+    let e = Obj::<Event>::check(event)?.get();
+    // Profiling values are plain numbers: the vendor writes them straight to the app.
+    vtry!(e.inner.vt, clGetEventProfilingInfo(e.inner.h, param_name, param_value_size, param_value, param_value_size_ret))
 }
 
-/// clSetEventCallback: STUB, not yet forwarded.
-pub fn set_event_callback(_event: cl_event, _command_exec_callback_type: cl_int, _pfn_notify: Option< unsafe extern "C" fn( event: cl_event, _event_command_status: cl_int, _user_data: *mut c_void, ), >, _user_data: *mut c_void) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn set_event_callback(
+    event: cl_event,
+    command_exec_callback_type: cl_int,
+    pfn_notify: Option<EventNotify>,
+    user_data: *mut c_void,
+) -> CLResult<()> {
+    // "CL_INVALID_EVENT if event is not a valid event object."
+    let o = Obj::<Event>::check(event)?;
+    // "CL_INVALID_VALUE if pfn_event_notify is NULL or if command_exec_callback_type is
+    // not CL_SUBMITTED, CL_RUNNING, or CL_COMPLETE." (the type is the vendor's to check)
+    let f = pfn_notify.ok_or(CL_INVALID_VALUE)?;
+    let data = Callback::<Event, EventNotify>::into_raw(o.hold(), f, user_data);
+    let e = o.get();
+    let r = vtry!(e.inner.vt, clSetEventCallback(e.inner.h, command_exec_callback_type, Some(event_notify), data));
+    if r.is_err() {
+        // SAFETY: the vendor refused, so it will never call back with `data`.
+        unsafe { Callback::<Event, EventNotify>::discard(data) };
+    }
+    r
 }
 
-/// clCreateUserEvent: STUB, not yet forwarded.
-pub fn create_user_event(_context: cl_context) -> CLResult<cl_event> {
-    Err(CL_INVALID_OPERATION)
+pub fn create_user_event(context: cl_context) -> CLResult<cl_event> {
+    // "CL_INVALID_CONTEXT if context is not a valid context."
+    let c = Obj::<Context>::check(context)?;
+    let inner = c.get().inner.child(vcreate!(c.get().inner.vt, clCreateUserEvent(c.get().inner.h))?);
+    Ok(new_obj(Event { inner, context: c.hold(), queue: None }).handle())
 }
 
-/// clSetUserEventStatus: STUB, not yet forwarded.
-pub fn set_user_event_status(_event: cl_event, _execution_status: cl_int) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn set_user_event_status(event: cl_event, execution_status: cl_int) -> CLResult<()> {
+    // "CL_INVALID_EVENT if event is not a valid user event object." (user or not is the
+    // vendor's to check)
+    let e = Obj::<Event>::check(event)?.get();
+    vtry!(e.inner.vt, clSetUserEventStatus(e.inner.h, execution_status))
 }

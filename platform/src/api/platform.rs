@@ -85,11 +85,11 @@ pub fn get_platform_info(
         CL_PLATFORM_ICD_SUFFIX_KHR => string_bytes(&icd_suffix(p.get())),
         CL_PLATFORM_EXTENSIONS => {
             let inner = info_string(&inner_info(p, CL_PLATFORM_EXTENSIONS)?);
-            string_bytes(&extensions::filter_list(&inner))
+            string_bytes(&extensions::filter_list(&inner, extensions::PLATFORM_OURS))
         }
         CL_PLATFORM_EXTENSIONS_WITH_VERSION => {
             let raw = inner_info(p, CL_PLATFORM_EXTENSIONS_WITH_VERSION)?;
-            bytes_of_slice(&filter_name_versions(&raw)).to_vec()
+            bytes_of_slice(&filter_name_versions(&raw, extensions::PLATFORM_OURS)).to_vec()
         }
         _ => inner_info(p, param_name)?,
     };
@@ -97,7 +97,7 @@ pub fn get_platform_info(
 }
 
 /// Filters a `cl_name_version` array and appends the layer's own extensions.
-pub fn filter_name_versions(raw: &[u8]) -> Vec<cl_name_version> {
+pub fn filter_name_versions(raw: &[u8], add: &[&str]) -> Vec<cl_name_version> {
     let n = raw.len() / std::mem::size_of::<cl_name_version>();
     let mut out: Vec<cl_name_version> = (0..n)
         .map(|i| {
@@ -107,7 +107,10 @@ pub fn filter_name_versions(raw: &[u8]) -> Vec<cl_name_version> {
         })
         .filter(|nv| extensions::keep(&name_of(nv)))
         .collect();
-    for ext in extensions::OURS {
+    for ext in add {
+        if out.iter().any(|nv| name_of(nv) == *ext) {
+            continue;
+        }
         let mut nv = cl_name_version { version: make_version(1, 0, 0), name: [0; CL_NAME_VERSION_MAX_NAME_SIZE] };
         for (d, s) in nv.name.iter_mut().zip(ext.bytes()) {
             *d = s as _;
@@ -118,7 +121,7 @@ pub fn filter_name_versions(raw: &[u8]) -> Vec<cl_name_version> {
 }
 
 fn name_of(nv: &cl_name_version) -> String {
-    let bytes: Vec<u8> = nv.name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = nv.name.iter().take_while(|&&c| c != 0).map(|&c| c as _).collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 

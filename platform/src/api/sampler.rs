@@ -1,31 +1,87 @@
-//! `sampler` entry points.
+//! Sampler entry points. Samplers hold only their context; sampler properties are plain
+//! values, so they reach the vendor unchanged.
+
+// Entry points take the application's raw pointers by nature: they reach only the checked
+// helpers of `core::args` and the vendor, never a Rust dereference here.
+#![allow(clippy::not_unsafe_ptr_arg_deref, clippy::too_many_arguments)]
 
 use crate::core::cl::*;
 use std::ffi::c_void;
 
+use crate::core::args::{bytes_of, write_info};
 use crate::core::error::CLResult;
+use crate::core::forward::fetch_info;
+use crate::core::handle::{new_obj, Obj};
+use crate::core::objects::{Context, Sampler};
+use crate::core::refcount;
+use crate::{vcreate, vtry};
 
-/// clCreateSampler: STUB, not yet forwarded.
-pub fn create_sampler(_context: cl_context, _normalized_coords: cl_bool, _addressing_mode: cl_addressing_mode, _filter_mode: cl_filter_mode) -> CLResult<cl_sampler> {
-    Err(CL_INVALID_OPERATION)
+/// Checks the context, lets `create` call the vendor with it, and wraps the result.
+fn create(
+    context: cl_context,
+    create: impl FnOnce(&Context) -> CLResult<cl_sampler>,
+) -> CLResult<cl_sampler> {
+    // "CL_INVALID_CONTEXT if context is not a valid context."
+    let ctx = Obj::<Context>::check(context)?;
+    let c = ctx.get();
+    let h = create(c)?;
+    Ok(new_obj(Sampler {
+        inner: c.inner.child(h),
+        context: ctx.hold(),
+    })
+    .handle())
 }
 
-/// clRetainSampler: STUB, not yet forwarded.
-pub fn retain_sampler(_sampler: cl_sampler) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn create_sampler(
+    context: cl_context,
+    normalized_coords: cl_bool,
+    addressing_mode: cl_addressing_mode,
+    filter_mode: cl_filter_mode,
+) -> CLResult<cl_sampler> {
+    create(context, |c| {
+        vcreate!(
+            c.inner.vt,
+            clCreateSampler(c.inner.h, normalized_coords, addressing_mode, filter_mode)
+        )
+    })
 }
 
-/// clReleaseSampler: STUB, not yet forwarded.
-pub fn release_sampler(_sampler: cl_sampler) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn create_sampler_with_properties(
+    context: cl_context,
+    sampler_properties: *const cl_sampler_properties,
+) -> CLResult<cl_sampler> {
+    create(context, |c| {
+        vcreate!(
+            c.inner.vt,
+            clCreateSamplerWithProperties(c.inner.h, sampler_properties)
+        )
+    })
 }
 
-/// clGetSamplerInfo: STUB, not yet forwarded.
-pub fn get_sampler_info(_sampler: cl_sampler, _param_name: cl_sampler_info, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn retain_sampler(sampler: cl_sampler) -> CLResult<()> {
+    refcount::retain::<Sampler>(sampler, |s| vtry!(s.inner.vt, clRetainSampler(s.inner.h)))
 }
 
-/// clCreateSamplerWithProperties: STUB, not yet forwarded.
-pub fn create_sampler_with_properties(_context: cl_context, _sampler_properties: *const cl_sampler_properties) -> CLResult<cl_sampler> {
-    Err(CL_INVALID_OPERATION)
+pub fn release_sampler(sampler: cl_sampler) -> CLResult<()> {
+    refcount::release::<Sampler>(sampler, |s| vtry!(s.inner.vt, clReleaseSampler(s.inner.h)))
+}
+
+pub fn get_sampler_info(
+    sampler: cl_sampler,
+    param_name: cl_sampler_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> CLResult<()> {
+    // "CL_INVALID_SAMPLER if sampler is a not a valid sampler object."
+    let s = Obj::<Sampler>::check(sampler)?.get();
+    let answer = match param_name {
+        CL_SAMPLER_CONTEXT => bytes_of(&s.context.handle()).to_vec(),
+        _ => fetch_info(|sz, v, r| match s.inner.vt.clGetSamplerInfo {
+            // SAFETY: the vendor's query on its own sampler.
+            Some(f) => unsafe { f(s.inner.h, param_name, sz, v, r) },
+            None => CL_INVALID_OPERATION,
+        })?,
+    };
+    write_info(param_value_size, param_value, param_value_size_ret, &answer)
 }

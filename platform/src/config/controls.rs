@@ -9,18 +9,22 @@
 
 use std::path::PathBuf;
 
-use super::types::{ControlValue, Priority, Rule, SliceMode};
+use super::types::{ControlValue, Priority, Rule, SafeBinary, SliceMode};
 
 /// One declared control, with type-erased accessors into [`Config`].
 pub struct Control {
     /// Dotted TOML path, e.g. `sched.max_inflight`.
     pub key: &'static str,
+    /// The key inside its table, e.g. `max_inflight`.
+    pub name: &'static str,
     /// The `[table]` holding it, `None` at the top level.
     pub section: Option<&'static str>,
     pub rust_type: &'static str,
     /// What values are accepted, phrased to follow "expected".
     pub expect: &'static str,
     pub env: Option<&'static str>,
+    /// A sample setting (TOML text) for the docs and the example file.
+    pub example: Option<&'static str>,
     pub doc: &'static str,
     render: fn(&Config) -> String,
     valid: fn(&Config) -> bool,
@@ -83,14 +87,16 @@ macro_rules! valid_fn {
 }
 
 macro_rules! control {
-    ($section:expr, $key:expr, $ty:ty, $expect:expr, [$($env:literal)?], $doc:expr,
-     |$c:ident| $field:expr, [$($valid:expr)?]) => {
+    ($section:expr, $key:expr, $name:expr, $ty:ty, $expect:expr, [$($env:literal)?],
+     [$($example:expr)?], $doc:expr, |$c:ident| $field:expr, [$($valid:expr)?]) => {
         Control {
             key: $key,
+            name: $name,
             section: $section,
             rust_type: stringify!($ty),
             expect: $expect,
             env: opt!($($env)?),
+            example: opt!($($example)?),
             doc: $doc,
             render: |$c: &Config| ControlValue::render(&$field),
             valid: valid_fn!($ty, |$c| $field, $($valid)?),
@@ -119,14 +125,14 @@ macro_rules! controls {
         root {
             $( $(#[doc = $doc:literal])*
                $key:ident : $ty:ty = $default:expr, expect $expect:expr
-               $(, env $env:literal)? $(, valid $valid:expr)? ; )*
+               $(, env $env:literal)? $(, example $example:expr)? $(, valid $valid:expr)? ; )*
         }
         $(
             $(#[doc = $sdoc:literal])*
             [$sec:ident] $Sec:ident {
                 $( $(#[doc = $fdoc:literal])*
                    $fkey:ident : $fty:ty = $fdefault:expr, expect $fexpect:expr
-                   $(, env $fenv:literal)? $(, valid $fvalid:expr)? ; )*
+                   $(, env $fenv:literal)? $(, example $fexample:expr)? $(, valid $fvalid:expr)? ; )*
             }
         )*
     ) => {
@@ -164,11 +170,11 @@ macro_rules! controls {
 
         /// Every control, in declaration (and documentation) order.
         pub static CONTROLS: &[Control] = &[
-            $( control!(None, stringify!($key), $ty, $expect, [$($env)?],
-                        concat!($($doc, "\n"),*), |c| c.$key, [$($valid)?]), )*
+            $( control!(None, stringify!($key), stringify!($key), $ty, $expect, [$($env)?],
+                        [$($example)?], concat!($($doc, "\n"),*), |c| c.$key, [$($valid)?]), )*
             $( $( control!(Some(stringify!($sec)), concat!(stringify!($sec), ".", stringify!($fkey)),
-                           $fty, $fexpect, [$($fenv)?], concat!($($fdoc, "\n"),*),
-                           |c| c.$sec.$fkey, [$($fvalid)?]), )* )*
+                           stringify!($fkey), $fty, $fexpect, [$($fenv)?], [$($fexample)?],
+                           concat!($($fdoc, "\n"),*), |c| c.$sec.$fkey, [$($fvalid)?]), )* )*
         ];
 
         /// The `[table]`s, in declaration order.
@@ -187,14 +193,8 @@ fn in_range<T: PartialOrd>(v: &T, lo: T, hi: T) -> bool {
 fn is_group_name(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 32
-        && s.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-}
-
-fn is_safe_binary_entry(s: &str) -> bool {
-    match s.strip_prefix("sha256:") {
-        Some(hex) => hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()),
-        None => !s.is_empty() && !s.contains(char::is_whitespace),
-    }
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
 fn log_filter_is_valid(s: &str) -> bool {
@@ -217,6 +217,7 @@ controls! {
         vendors: Vec<PathBuf> = Vec::new(),
             expect "a list of vendor library or .icd file paths",
             env "SOFTPREEMPT_VENDORS",
+            example r#"vendors = ["/usr/lib/x86_64-linux-gnu/pocl/libpocl.so.2"]"#,
             valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
         /// What to log, as a `tracing` filter: a level (`error`, `warn`, `info`,
         /// `debug`, `trace`, `off`) or per-target directives such as
@@ -225,12 +226,14 @@ controls! {
         log: String = "error".to_string(),
             expect "a log filter such as \"info\" or \"softpreempt=debug\"",
             env "SOFTPREEMPT_LOG",
+            example r#"log = "softpreempt=debug""#,
             valid |v| log_filter_is_valid(v);
         /// File that log lines are appended to, instead of standard error.
         /// SoftPreempt never writes to the application's standard output.
         log_file: Option<PathBuf> = None, expect "a file path",
             env "SOFTPREEMPT_LOG_FILE",
-            valid |v| v.as_ref().map_or(true, |p| !p.as_os_str().is_empty());
+            example r#"log_file = "/var/log/softpreempt.log""#,
+            valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
         /// Priority of this machine's processes when nothing more specific
         /// applies. Order of precedence: the queue's `CL_QUEUE_PRIORITY_KHR`,
         /// then `SOFTPREEMPT_PRIORITY`, then the first matching `[[rule]]`,
@@ -238,29 +241,21 @@ controls! {
         /// Inside a level, a greater number is more urgent (`high:3` beats
         /// `high:1`, and `high` is `high:0`).
         priority: Priority = Priority::NORMAL, expect Priority::EXPECT,
-            env "SOFTPREEMPT_PRIORITY";
+            env "SOFTPREEMPT_PRIORITY", example r#"priority = "low:2""#;
         /// Per-process priority rules, tried in order; the first match wins.
         /// Each `[[rule]]` table has `exe`, `uid` or both (both must then
-        /// match), and `priority`. For example:
-        ///
-        /// ```toml
-        /// [[rule]]
-        /// exe = "inference-server"
-        /// priority = "high"
-        ///
-        /// [[rule]]
-        /// uid = 1001
-        /// priority = "low"
-        /// ```
-        rule: Vec<Rule> = Vec::new(), expect "an array of [[rule]] tables";
+        /// match), and `priority`.
+        rule: Vec<Rule> = Vec::new(), expect "an array of [[rule]] tables",
+            example "[[rule]]\nexe = \"inference-server\"\npriority = \"high\"\n\n\
+                     [[rule]]\nuid = 1001\npriority = \"low\"";
         /// Kernels from programs built from binaries or IL are not sliced,
         /// because SoftPreempt cannot inspect them for geometry queries
         /// (`get_group_id`, `get_global_offset`, ...) whose values slicing would
         /// change. List here the kernel names, or `sha256:<hex>` hashes of whole
         /// program binaries/IL, that you know are safe to slice.
-        safe_binaries: Vec<String> = Vec::new(),
+        safe_binaries: Vec<SafeBinary> = Vec::new(),
             expect "a list of kernel names or \"sha256:<64 hex digits>\" program hashes",
-            valid |v| v.iter().all(|s| is_safe_binary_entry(s));
+            example r#"safe_binaries = ["matmul_tiled", "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"]"#;
     }
 
     /// Scheduling: how launches are sliced and how processes share a device.
@@ -269,7 +264,7 @@ controls! {
         /// higher-priority client is registered on the same device, so a
         /// process alone on a device pays nothing), `always`, or `never`.
         slice: SliceMode = SliceMode::Contended,
-            expect "\"contended\", \"always\" or \"never\"";
+            expect "\"contended\", \"always\" or \"never\"", example r#"slice = "always""#;
         /// Target duration of one slice, in microseconds. Shorter slices let a
         /// higher-priority process take over sooner but add launch overhead.
         target_slice_us: u64 = 1000,
@@ -298,7 +293,8 @@ controls! {
         /// users (mode 0660). Unset: each user has private segments (mode
         /// 0600), so processes of different users do not arbitrate.
         shm_group: Option<String> = None, expect "a Unix group name",
-            valid |v| v.as_deref().map_or(true, is_group_name);
+            example r#"shm_group = "gpu""#,
+            valid |v| v.iter().all(|g| is_group_name(g));
     }
 }
 

@@ -5,6 +5,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use std::marker::PhantomData;
+
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 /// A priority level. Declared from least to most urgent so that the derived
@@ -150,21 +154,76 @@ impl<'de> Deserialize<'de> for SliceMode {
     }
 }
 
+/// An entry of `safe_binaries`: a kernel name, or the SHA-256 of a whole
+/// program binary/IL.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SafeBinary {
+    Kernel(String),
+    /// Lowercase hex, 64 digits.
+    Sha256(String),
+}
+
+impl SafeBinary {
+    pub const EXPECT: &'static str = "a kernel name or \"sha256:<64 hex digits>\"";
+}
+
+impl fmt::Display for SafeBinary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SafeBinary::Kernel(name) => f.write_str(name),
+            SafeBinary::Sha256(hex) => write!(f, "sha256:{hex}"),
+        }
+    }
+}
+
+impl FromStr for SafeBinary {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("expected {}, found {s:?}", SafeBinary::EXPECT);
+        match s.strip_prefix("sha256:") {
+            Some(hex) if hex.len() == 64 && hex.chars().all(|c| c.is_ascii_hexdigit()) => {
+                Ok(SafeBinary::Sha256(hex.to_ascii_lowercase()))
+            }
+            Some(_) => Err(bad()),
+            None if !s.is_empty() && !s.contains(char::is_whitespace) => {
+                Ok(SafeBinary::Kernel(s.to_string()))
+            }
+            None => Err(bad()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SafeBinary {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        from_str_value(d)
+    }
+}
+
 /// Reads a string and parses it with `FromStr`, so the file and the
 /// environment accept exactly the same spellings and give the same messages.
+/// The parse runs inside the visitor so that toml attaches the span of this
+/// very value (a list element, say) to the error.
 fn from_str_value<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: FromStr<Err = String>,
 {
-    let s = String::deserialize(d)?;
-    s.parse().map_err(serde::de::Error::custom)
+    struct V<T>(PhantomData<T>);
+    impl<T: FromStr<Err = String>> Visitor<'_> for V<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
+            s.parse().map_err(E::custom)
+        }
+    }
+    d.deserialize_str(V(PhantomData))
 }
 
 /// One `[[rule]]`: processes it matches get `priority`. A rule needs `exe`,
 /// `uid`, or both (then both must match).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, try_from = "RawRule")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     /// Executable name (matched against the basename), or an absolute path
     /// (matched against the whole path) when it contains a `/`.
@@ -174,8 +233,7 @@ pub struct Rule {
     pub priority: Priority,
 }
 
-/// `Rule` before the "needs exe or uid" check; serde's `try_from` runs the
-/// check inside deserialization so the error points at the offending rule.
+/// `Rule` before the "needs exe or uid" check.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRule {
@@ -201,6 +259,25 @@ impl TryFrom<RawRule> for Rule {
     }
 }
 
+impl<'de> Deserialize<'de> for Rule {
+    /// Checks the rule inside the visitor (not after it, as serde's
+    /// `try_from` would), so toml attaches this rule's own span to the error.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Rule;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a [[rule]] table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Rule, A::Error> {
+                let raw = RawRule::deserialize(MapAccessDeserializer::new(map))?;
+                Rule::try_from(raw).map_err(serde::de::Error::custom)
+            }
+        }
+        d.deserialize_struct("Rule", &["exe", "uid", "priority"], V)
+    }
+}
+
 impl Rule {
     /// Whether this rule applies to a process running `exe` (a path or a
     /// bare name) as `uid`.
@@ -210,7 +287,7 @@ impl Rule {
             Some(want) if want.contains('/') => want == exe,
             Some(want) => exe.rsplit('/').next() == Some(want.as_str()),
         };
-        exe_ok && self.uid.map_or(true, |u| u == uid)
+        exe_ok && self.uid.iter().all(|&u| u == uid)
     }
 }
 
@@ -290,6 +367,15 @@ impl ControlValue for SliceMode {
     }
 }
 
+impl ControlValue for SafeBinary {
+    fn from_env(s: &str) -> Option<Self> {
+        s.parse().ok()
+    }
+    fn render(&self) -> String {
+        quote(&self.to_string())
+    }
+}
+
 impl ControlValue for Rule {
     fn from_env(_: &str) -> Option<Self> {
         None
@@ -307,15 +393,11 @@ impl ControlValue for Rule {
     }
 }
 
-/// An empty environment value means "unset", so `VAR= app` can clear a
-/// file setting.
+/// No environment spelling means "unset": the loader treats an empty
+/// variable as absent, so an override can only set a value.
 impl<T: ControlValue> ControlValue for Option<T> {
     fn from_env(s: &str) -> Option<Self> {
-        if s.is_empty() {
-            Some(None)
-        } else {
-            T::from_env(s).map(Some)
-        }
+        T::from_env(s).map(Some)
     }
     fn render(&self) -> String {
         match self {

@@ -1,5 +1,7 @@
 //! The few checked helpers that turn the application's raw pointers into Rust values.
-//! Everything else works on what these return.
+//! Everything else works on what these return. They trust the C API's contract (a non-NULL
+//! pointer with a count points at that many items), which is the most a C ABI can check.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use crate::core::cl::*;
 use std::ffi::{c_char, c_void, CStr};

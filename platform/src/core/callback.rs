@@ -54,6 +54,9 @@ unsafe fn take<T: Kind, F>(p: *mut c_void) -> Box<Callback<T, F>> {
 pub type ObjNotify<H> = unsafe extern "C" fn(H, *mut c_void);
 
 /// Trampoline for the `void (CL_CALLBACK *)(cl_xxx, void *)` family that fires once:
+///
+/// # Safety
+/// Only the vendor calls this, with the `user_data` returned by `Callback::into_raw`.
 /// context destructor, mem destructor, program release and build/compile notify.
 pub unsafe extern "C" fn once_obj<T: Kind>(_inner: T::Handle, data: *mut c_void) {
     guarded(|| {
@@ -67,6 +70,9 @@ pub unsafe extern "C" fn once_obj<T: Kind>(_inner: T::Handle, data: *mut c_void)
 pub type EventNotify = unsafe extern "C" fn(cl_event, cl_int, *mut c_void);
 
 /// Event callbacks fire once per registration.
+///
+/// # Safety
+/// Only the vendor calls this, with the `user_data` from `clSetEventCallback`.
 pub unsafe extern "C" fn event_notify(_inner: cl_event, status: cl_int, data: *mut c_void) {
     guarded(|| {
         // SAFETY: `data` is the box registered with this trampoline in clSetEventCallback.
@@ -79,6 +85,9 @@ pub unsafe extern "C" fn event_notify(_inner: cl_event, status: cl_int, data: *m
 pub type SvmFreeNotify = unsafe extern "C" fn(cl_command_queue, cl_uint, *mut *mut c_void, *mut c_void);
 
 /// `clEnqueueSVMFree`'s callback: the pointers pass through, the queue is ours.
+///
+/// # Safety
+/// Only the vendor calls this, with the `user_data` from `clEnqueueSVMFree`.
 pub unsafe extern "C" fn svm_free_notify(
     _inner: cl_command_queue,
     n: cl_uint,

@@ -3,7 +3,7 @@
 
 use crate::core::cl::*;
 
-use super::error::CLResult;
+use super::error::{CLResult, Code};
 use super::handle::{new_obj, Obj};
 use super::objects::{Event, Queue};
 
@@ -13,14 +13,7 @@ use super::objects::{Event, Queue};
 /// or event_wait_list is not NULL and num_events_in_wait_list is 0, or if event objects in
 /// event_wait_list are not valid events."
 pub fn wait_list(n: cl_uint, list: *const cl_event) -> CLResult<Vec<cl_event>> {
-    if (n == 0) != list.is_null() {
-        return Err(CL_INVALID_EVENT_WAIT_LIST);
-    }
-    let items = super::args::slice(list, n as usize).map_err(|_| CL_INVALID_EVENT_WAIT_LIST)?;
-    items
-        .iter()
-        .map(|&e| Obj::<Event>::check(e).map(|o| o.get().inner.h).map_err(|_| CL_INVALID_EVENT_WAIT_LIST))
-        .collect()
+    Ok(InnerEvents::wait_list(n, list)?.as_slice().to_vec())
 }
 
 /// The pointer to pass the vendor for a wait list (NULL when empty).
@@ -29,6 +22,77 @@ pub fn list_ptr(v: &[cl_event]) -> *const cl_event {
         std::ptr::null()
     } else {
         v.as_ptr()
+    }
+}
+
+/// Wait lists this short are unwrapped on the stack: enqueues are the hot path, and most
+/// wait lists are empty or tiny.
+const INLINE: usize = 8;
+
+/// The inner events of a checked application list, without a heap allocation for short
+/// lists.
+pub enum InnerEvents {
+    Inline(usize, [cl_event; INLINE]),
+    Heap(Vec<cl_event>),
+}
+
+impl InnerEvents {
+    /// An enqueue's wait list, with the spec's `CL_INVALID_EVENT_WAIT_LIST` rules (see
+    /// [`wait_list`]).
+    #[inline]
+    pub fn wait_list(n: cl_uint, list: *const cl_event) -> CLResult<Self> {
+        if (n == 0) != list.is_null() {
+            return Err(CL_INVALID_EVENT_WAIT_LIST);
+        }
+        if n == 0 {
+            return Ok(InnerEvents::Inline(0, [std::ptr::null_mut(); INLINE]));
+        }
+        Self::unwrap(n, list, CL_INVALID_EVENT_WAIT_LIST)
+    }
+
+    /// An event list that must not be empty (`clWaitForEvents`, `clEnqueueWaitForEvents`):
+    /// "CL_INVALID_VALUE if num_events is zero or event_list is NULL." and
+    /// "CL_INVALID_EVENT if event objects specified in event_list are not valid events."
+    pub fn event_list(n: cl_uint, list: *const cl_event) -> CLResult<Self> {
+        if n == 0 || list.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        Self::unwrap(n, list, CL_INVALID_EVENT)
+    }
+
+    fn unwrap(n: cl_uint, list: *const cl_event, bad: Code) -> CLResult<Self> {
+        let items = super::args::slice(list, n as usize).map_err(|_| bad)?;
+        let inner = |e: &cl_event| Obj::<Event>::check(*e).map(|o| o.get().inner.h).map_err(|_| bad);
+        if items.len() <= INLINE {
+            let mut a = [std::ptr::null_mut(); INLINE];
+            for (slot, e) in a.iter_mut().zip(items) {
+                *slot = inner(e)?;
+            }
+            Ok(InnerEvents::Inline(items.len(), a))
+        } else {
+            Ok(InnerEvents::Heap(items.iter().map(inner).collect::<CLResult<_>>()?))
+        }
+    }
+
+    pub fn as_slice(&self) -> &[cl_event] {
+        match self {
+            InnerEvents::Inline(n, a) => &a[..*n],
+            InnerEvents::Heap(v) => v,
+        }
+    }
+
+    /// The count to pass the vendor.
+    pub fn len(&self) -> cl_uint {
+        self.as_slice().len() as cl_uint
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
+    /// The pointer to pass the vendor (NULL when empty, as the spec requires).
+    pub fn ptr(&self) -> *const cl_event {
+        list_ptr(self.as_slice())
     }
 }
 

@@ -5,8 +5,10 @@
 //! extension with entry points we do not forward is dropped: advertising it would send the
 //! application to functions that bypass the layer (a leaked inner handle in disguise).
 
-/// Added by the layer itself.
-pub const OURS: &[&str] = &["cl_khr_icd", "cl_khr_priority_hints"];
+/// Added by the layer to the platform's list.
+pub const PLATFORM_OURS: &[&str] = &["cl_khr_icd", "cl_khr_priority_hints"];
+/// Added by the layer to every device's list (priorities are honoured for every device).
+pub const DEVICE_OURS: &[&str] = &["cl_khr_priority_hints"];
 
 /// Extensions whose API entry points are NOT forwarded (or that make no sense through a
 /// layer); dropped from every list.
@@ -18,7 +20,6 @@ const NOT_FORWARDED: &[&str] = &[
     "cl_khr_external_semaphore_sync_fd", "cl_khr_external_semaphore_opaque_fd",
     "cl_khr_external_memory", "cl_khr_external_memory_opaque_fd", "cl_khr_external_memory_dma_buf",
     "cl_khr_external_memory_dx", "cl_khr_gl_msaa_sharing", "cl_khr_gl_depth_images",
-    "cl_khr_dx9_media_sharing", "cl_khr_priority_hints", "cl_khr_icd",
 ];
 
 /// Vendor extensions known to add only enums or kernel-language features.
@@ -41,10 +42,14 @@ pub fn keep(name: &str) -> bool {
     name.starts_with("cl_khr_") || VENDOR_ENUM_ONLY.contains(&name)
 }
 
-/// A space-separated inner list, filtered, with ours appended.
-pub fn filter_list(inner: &str) -> String {
+/// A space-separated inner list, filtered, with `add` appended where missing.
+pub fn filter_list(inner: &str, add: &[&'static str]) -> String {
     let mut v: Vec<&str> = inner.split_ascii_whitespace().filter(|e| keep(e)).collect();
-    v.extend_from_slice(OURS);
+    for a in add {
+        if !v.contains(a) {
+            v.push(a);
+        }
+    }
     v.join(" ")
 }
 

@@ -49,12 +49,15 @@ impl<H: Copy> Inner<H> {
 
 /// Calls a vendor entry point through a table: `vcall!(vt, clFlush(q))`. A slot the vendor
 /// leaves empty gives `CL_INVALID_OPERATION` (the vendor does not implement it).
+// The arguments are plain values (inner handles, the application's pointers passed on
+// unchanged); expanding them inside the unsafe block is what the call needs.
 #[macro_export]
 macro_rules! vcall {
     ($vt:expr, $f:ident ( $($a:expr),* $(,)? )) => {
         match $vt.$f {
             // SAFETY: the slot was filled by the vendor with a function of this exact
             // signature (cl_icd_dispatch); arguments are already unwrapped inner handles.
+            #[allow(clippy::macro_metavars_in_unsafe)]
             Some(f) => unsafe { f($($a),*) },
             None => return Err(opencl_sys::CL_INVALID_OPERATION),
         }

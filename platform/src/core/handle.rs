@@ -235,7 +235,7 @@ impl<T: Kind> Pool<T> {
             let base = c.load(Ordering::Acquire) as usize;
             let end = base + Self::chunk_len(i) * size;
             if addr >= base && addr < end {
-                return (addr - base) % size == 0;
+                return (addr - base).is_multiple_of(size);
             }
         }
         false

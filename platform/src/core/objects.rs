@@ -27,6 +27,9 @@ pub struct Queue {
     pub device: Ref<Device>,
     /// The application's property list for `CL_QUEUE_PROPERTIES_ARRAY`, when it gave one.
     pub app_properties: Option<Vec<cl_queue_properties>>,
+    /// `CL_QUEUE_PRIORITY_KHR` as the application gave it (recorded even when the vendor
+    /// lacks cl_khr_priority_hints and the property was stripped before forwarding).
+    pub priority: Option<cl_queue_priority_khr>,
 }
 
 pub struct Mem {
@@ -75,8 +78,16 @@ pub struct Event {
 /// `clSVMFree` and `clEnqueueSVMFree` callbacks can be routed.
 pub struct SvmRecord {
     pub ptr: *mut c_void,
+    /// Bytes requested, so a pointer inside the allocation can be traced to its owner.
+    pub size: usize,
     pub context: Ref<Context>,
 }
+
+// SAFETY: `ptr` is only an address (never dereferenced by the layer); SVM memory is
+// shared by all host threads by definition.
+unsafe impl Send for SvmRecord {}
+// SAFETY: as above; the record is immutable.
+unsafe impl Sync for SvmRecord {}
 
 declare_kind!(Context, cl_context, CL_INVALID_CONTEXT, 0x5350_4358_0000_0001);
 declare_kind!(Queue, cl_command_queue, CL_INVALID_COMMAND_QUEUE, 0x5350_5155_0000_0002);

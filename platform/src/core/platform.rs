@@ -15,8 +15,6 @@ pub struct Platform {
     pub inner: Inner<cl_platform_id>,
     pub index: usize,
     pub library: std::path::PathBuf,
-    /// Root devices, discovered on first use (rule 2: nothing slow at load).
-    root_devices: OnceCell<Vec<&'static Obj<Device>>>,
 }
 
 pub struct Device {
@@ -65,12 +63,12 @@ pub fn platforms() -> &'static [&'static Obj<Platform>] {
         super::vendor::discover()
             .into_iter()
             .filter_map(|v| {
-                let inner = Inner::platform(v.inner, v.inner as *mut c_void, v.icd2_table)?;
+                let inner = Inner::platform(v.inner, v.inner, v.icd2_table)?;
                 Some(inner).map(|inner| (inner, v.library))
             })
             .enumerate()
             .map(|(index, (inner, library))| {
-                new_obj(Platform { inner, index, library, root_devices: OnceCell::new() })
+                new_obj(Platform { inner, index, library })
             })
             .collect()
     })
@@ -80,30 +78,19 @@ pub fn platforms() -> &'static [&'static Obj<Platform>] {
 /// `CL_PROGRAM_DEVICES`, sub-devices, ...). Only devices live here; they are few.
 static DEVICES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
-/// The platform's root devices, wrapped once.
-pub fn root_devices(me: &'static Obj<Platform>) -> CLResult<&'static [&'static Obj<Device>]> {
-    let this = me.get();
-    {
-        if let Some(d) = this.root_devices.get() {
-            return Ok(d);
-        }
-        let mut n: cl_uint = 0;
-        let vt = this.inner.vt;
-        let rc = vtry!(vt, clGetDeviceIDs(this.inner.h, CL_DEVICE_TYPE_ALL as cl_device_type, 0, std::ptr::null_mut(), &mut n));
-        if rc.is_err() && rc != Err(CL_DEVICE_NOT_FOUND) {
-            rc?;
-        }
-        let mut ids = vec![std::ptr::null_mut(); n as usize];
-        if n > 0 {
-            vtry!(vt, clGetDeviceIDs(this.inner.h, CL_DEVICE_TYPE_ALL as cl_device_type, n, ids.as_mut_ptr(), std::ptr::null_mut()))?;
-        }
-        let devs = this.root_devices.get_or_init(|| {
-            ids.iter()
-                .map(|&d| Device::register(this.inner.child(d), me, None, true))
-                .collect()
-        });
-        Ok(devs)
+/// All root devices of a platform, wrapped. Only called once the application uses our
+/// platform for real: enumerating makes some vendors (PoCL) start their worker threads.
+pub fn root_devices(me: &'static Obj<Platform>) -> CLResult<Vec<Ref<Device>>> {
+    let i = &me.get().inner;
+    let mut n: cl_uint = 0;
+    let all = CL_DEVICE_TYPE_ALL as cl_device_type;
+    match vtry!(i.vt, clGetDeviceIDs(i.h, all, 0, std::ptr::null_mut(), &mut n)) {
+        Err(CL_DEVICE_NOT_FOUND) => return Ok(Vec::new()),
+        r => r?,
     }
+    let mut ids = vec![std::ptr::null_mut(); n as usize];
+    vtry!(i.vt, clGetDeviceIDs(i.h, all, n, ids.as_mut_ptr(), std::ptr::null_mut()))?;
+    Ok(ids.iter().map(|&d| Device::wrap(me, d)).collect())
 }
 
 impl Device {
@@ -120,6 +107,22 @@ impl Device {
         reg.retain(|(k, _)| *k != key);
         reg.push((key, obj as *const _ as usize));
         obj
+    }
+
+    /// The wrapper of a device the vendor returned: the known one, or a new root device
+    /// (sub-devices are always registered when they are created, so unknown means root).
+    pub fn wrap(platform: &'static Obj<Platform>, inner: cl_device_id) -> Ref<Device> {
+        let mut reg = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = reg.iter().find(|(k, _)| *k == inner as usize).and_then(|(_, w)| {
+            Obj::<Device>::check(*w as cl_device_id).ok()
+        }) {
+            return w.hold();
+        }
+        let inner = platform.get().inner.child(inner);
+        let key = inner.h as usize;
+        let obj = new_obj(Device { inner, platform, parent: None, is_root: true });
+        reg.push((key, obj as *const _ as usize));
+        obj.hold()
     }
 
     /// The wrapper of a vendor device handle, if we know it.

@@ -30,19 +30,12 @@ unsafe impl Send for VendorPlatform {}
 // SAFETY: as above; it is never mutated.
 unsafe impl Sync for VendorPlatform {}
 
-/// Where the list of vendor libraries comes from, for the log line.
-#[derive(Debug)]
-enum Source {
-    Config,
-    IcdDir(PathBuf),
-}
-
 /// The candidate vendor libraries, in the order the loader itself would see them.
-fn candidates() -> (Vec<String>, Source) {
+fn candidates() -> (Vec<String>, String) {
     let cfg = &crate::config::config().vendors;
     if !cfg.is_empty() {
         let libs = cfg.iter().filter_map(|p| library_of_entry(Path::new(p))).collect();
-        return (libs, Source::Config);
+        return (libs, "the configured vendor list".into());
     }
     let dir = std::env::var_os("OCL_ICD_VENDORS")
         .map(PathBuf::from)
@@ -58,7 +51,7 @@ fn candidates() -> (Vec<String>, Source) {
     } else if let Some(lib) = library_of_entry(&dir) {
         libs.push(lib);
     }
-    (libs, Source::IcdDir(dir))
+    (libs, dir.display().to_string())
 }
 
 /// An `.icd` file names its library on its first line; anything else is a library path.
@@ -116,11 +109,11 @@ pub fn discover() -> Vec<VendorPlatform> {
     }
     if out.is_empty() {
         tracing::error!(
-            "softpreempt: no vendor OpenCL platform found ({source:?}); \
+            "softpreempt: no vendor OpenCL platform found in {source}; \
              SoftPreempt exposes no platform"
         );
     } else {
-        tracing::info!("softpreempt: wrapping {} vendor platform(s) from {source:?}", out.len());
+        tracing::info!("softpreempt: wrapping {} vendor platform(s) from {source}", out.len());
     }
     out
 }
@@ -192,9 +185,9 @@ fn load(lib: &str, own: Option<&Path>) -> Result<Vec<VendorPlatform>, String> {
         if table.is_null() {
             return Err("a platform has no dispatch table".into());
         }
-        // SAFETY: the table is at least as long as its first 2 slots... and 31 slots exist
-        // in every cl_khr_icd table since OpenCL 1.0.
         let words = table as *const isize;
+        // SAFETY: every cl_khr_icd table has at least the 32 slots of OpenCL 1.0 (slot 31 is
+        // clUnloadCompiler), so both reads are inside it.
         let icd2 = unsafe { *words == ICD2_TAG && *words.add(31) == ICD2_TAG };
         let icd2_table = if icd2 { Some(icd2_table(handle, p)?) } else { None };
         out.push(VendorPlatform { library: PathBuf::from(lib), inner: p, icd2_table });
