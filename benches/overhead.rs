@@ -38,7 +38,8 @@ fn measure(envs: &[&Env; 2], mut op: impl FnMut(&Env, usize)) -> [f64; 2] {
 
 fn main() {
     // The release library, when built, is what users install.
-    let release = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libsoftpreempt.so");
+    let release =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libsoftpreempt.so");
     if std::env::var_os("SOFTPREEMPT_LIB").is_none() && release.exists() {
         std::env::set_var("SOFTPREEMPT_LIB", &release);
     }
@@ -52,45 +53,102 @@ fn main() {
             let k = e.kernel(e.program(src), "empty");
             let m = e.buffer(64);
             // SAFETY: a valid kernel and buffer of the same context.
-            ok(unsafe { clSetKernelArg(k, 0, std::mem::size_of::<cl_mem>(), &m as *const cl_mem as *const c_void) });
+            ok(unsafe {
+                clSetKernelArg(
+                    k,
+                    0,
+                    std::mem::size_of::<cl_mem>(),
+                    &m as *const cl_mem as *const c_void,
+                )
+            });
             (k, m)
         })
         .collect();
-    let kern = |e: &Env| if std::ptr::eq(e, &bare) { kernels[0] } else { kernels[1] };
+    let kern = |e: &Env| {
+        if std::ptr::eq(e, &bare) {
+            kernels[0]
+        } else {
+            kernels[1]
+        }
+    };
     let envs = [&bare, &sp];
     let mut rows = Vec::new();
 
-    rows.push(("clGetKernelInfo(NUM_ARGS)", measure(&envs, |e, _| {
-        let mut n: cl_uint = 0;
-        // SAFETY: a valid kernel and a cl_uint out value.
-        unsafe { clGetKernelInfo(kern(e).0, CL_KERNEL_NUM_ARGS, 4, &mut n as *mut _ as *mut c_void, std::ptr::null_mut()) };
-    })));
-    rows.push(("clSetKernelArg(cl_mem)", measure(&envs, |e, _| {
-        let (k, m) = kern(e);
-        // SAFETY: as in set-up.
-        unsafe { clSetKernelArg(k, 0, std::mem::size_of::<cl_mem>(), &m as *const cl_mem as *const c_void) };
-    })));
-    rows.push(("clEnqueueNDRangeKernel(empty)", measure(&envs, |e, i| {
-        let g = 1usize;
-        // SAFETY: a valid queue and kernel with all arguments set.
-        unsafe {
-            clEnqueueNDRangeKernel(e.queue, kern(e).0, 1, std::ptr::null(), &g, std::ptr::null(), 0, std::ptr::null(), std::ptr::null_mut());
-            if i % 256 == 255 {
-                clFinish(e.queue);
+    rows.push((
+        "clGetKernelInfo(NUM_ARGS)",
+        measure(&envs, |e, _| {
+            let mut n: cl_uint = 0;
+            // SAFETY: a valid kernel and a cl_uint out value.
+            unsafe {
+                clGetKernelInfo(
+                    kern(e).0,
+                    CL_KERNEL_NUM_ARGS,
+                    4,
+                    &mut n as *mut _ as *mut c_void,
+                    std::ptr::null_mut(),
+                )
+            };
+        }),
+    ));
+    rows.push((
+        "clSetKernelArg(cl_mem)",
+        measure(&envs, |e, _| {
+            let (k, m) = kern(e);
+            // SAFETY: as in set-up.
+            unsafe {
+                clSetKernelArg(
+                    k,
+                    0,
+                    std::mem::size_of::<cl_mem>(),
+                    &m as *const cl_mem as *const c_void,
+                )
+            };
+        }),
+    ));
+    rows.push((
+        "clEnqueueNDRangeKernel(empty)",
+        measure(&envs, |e, i| {
+            let g = 1usize;
+            // SAFETY: a valid queue and kernel with all arguments set.
+            unsafe {
+                clEnqueueNDRangeKernel(
+                    e.queue,
+                    kern(e).0,
+                    1,
+                    std::ptr::null(),
+                    &g,
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                );
+                if i % 256 == 255 {
+                    clFinish(e.queue);
+                }
             }
-        }
-    })));
+        }),
+    ));
     // SAFETY: drain both queues before reporting.
     unsafe {
         clFinish(bare.queue);
         clFinish(sp.queue);
     }
 
-    println!("Per-call cost through the ICD loader, median of {} rounds x {BATCH} calls (ns)", ROUNDS - 1);
-    println!("{:<32} {:>10} {:>12} {:>10} {:>8}", "call", "bare", "softpreempt", "added", "ratio");
+    println!(
+        "Per-call cost through the ICD loader, median of {} rounds x {BATCH} calls (ns)",
+        ROUNDS - 1
+    );
+    println!(
+        "{:<32} {:>10} {:>12} {:>10} {:>8}",
+        "call", "bare", "softpreempt", "added", "ratio"
+    );
     let mut out = Vec::new();
     for (name, [b, s]) in &rows {
-        println!("{name:<32} {b:>10.1} {s:>12.1} {:>10.1} {:>8.3}", s - b, s / b);
+        println!(
+            "{name:<32} {b:>10.1} {s:>12.1} {:>10.1} {:>8.3}",
+            s - b,
+            s / b
+        );
         out.push(serde_json::json!({"call": name, "bare_ns": b, "softpreempt_ns": s, "added_ns": s - b, "ratio": s / b}));
     }
     if let Some(path) = json {

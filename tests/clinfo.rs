@@ -9,7 +9,11 @@ use std::process::Command;
 
 /// Device properties that legitimately differ: the extension lists (filtered, plus
 /// cl_khr_priority_hints) and handle values.
-const PLATFORM_SPECIFIC: &[&str] = &["CL_DEVICE_EXTENSIONS", "CL_DEVICE_EXTENSIONS_WITH_VERSION", "CL_DEVICE_PLATFORM"];
+const PLATFORM_SPECIFIC: &[&str] = &[
+    "CL_DEVICE_EXTENSIONS",
+    "CL_DEVICE_EXTENSIONS_WITH_VERSION",
+    "CL_DEVICE_PLATFORM",
+];
 
 /// Properties of extensions the layer does not advertise (cl_khr_command_buffer).
 const FILTERED_EXTENSION_PROPS: &[&str] = &["COMMAND_BUFFER"];
@@ -22,7 +26,11 @@ fn raw_clinfo() -> String {
         .env("SOFTPREEMPT_CONFIG", "/dev/null")
         .output()
         .expect("clinfo is not installed: run scripts/setup.sh");
-    assert!(out.status.success(), "clinfo failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "clinfo failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -31,10 +39,10 @@ fn device_props(text: &str, tag: &str) -> BTreeMap<String, String> {
     let prefix = format!("[{tag}/0]");
     text.lines()
         .filter_map(|l| l.trim_start().strip_prefix(&prefix))
-        .filter_map(|rest| {
+        .map(|rest| {
             let rest = rest.trim_start();
             let (k, v) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            Some((k.to_string(), v.trim().to_string()))
+            (k.to_string(), v.trim().to_string())
         })
         .collect()
 }
@@ -42,10 +50,18 @@ fn device_props(text: &str, tag: &str) -> BTreeMap<String, String> {
 #[test]
 fn clinfo_lists_softpreempt_and_matches_bare_device() {
     let text = raw_clinfo();
-    assert!(text.contains("CL_PLATFORM_NAME                                SoftPreempt"), "{text}");
+    assert!(
+        text.contains("CL_PLATFORM_NAME                                SoftPreempt"),
+        "{text}"
+    );
     let sp = device_props(&text, "SoftPreempt");
-    let bare = device_props(&text, "POCL");
-    assert!(sp.len() > 50, "SoftPreempt's device was not listed in full: {} properties", sp.len());
+    let suffix = std::env::var("SOFTPREEMPT_TEST_SUFFIX").unwrap_or_else(|_| "POCL".into());
+    let bare = device_props(&text, &suffix);
+    assert!(
+        sp.len() > 50,
+        "SoftPreempt's device was not listed in full: {} properties",
+        sp.len()
+    );
     for k in sp.keys() {
         assert!(bare.contains_key(k), "{k} is listed for SoftPreempt only");
     }
@@ -53,7 +69,9 @@ fn clinfo_lists_softpreempt_and_matches_bare_device() {
     // layer filters out extensions whose entry points it does not forward.
     let missing: Vec<&String> = bare.keys().filter(|k| !sp.contains_key(*k)).collect();
     assert!(
-        missing.iter().all(|k| FILTERED_EXTENSION_PROPS.iter().any(|f| k.contains(f))),
+        missing
+            .iter()
+            .all(|k| FILTERED_EXTENSION_PROPS.iter().any(|f| k.contains(f))),
         "properties missing through SoftPreempt: {missing:?}"
     );
     let diffs: Vec<String> = sp
@@ -61,6 +79,10 @@ fn clinfo_lists_softpreempt_and_matches_bare_device() {
         .filter(|(k, v)| !PLATFORM_SPECIFIC.contains(&k.as_str()) && bare.get(*k) != Some(v))
         .map(|(k, v)| format!("{k}: softpreempt={v:?} bare={:?}", bare.get(k)))
         .collect();
-    assert!(diffs.is_empty(), "device properties differ:\n{}", diffs.join("\n"));
+    assert!(
+        diffs.is_empty(),
+        "device properties differ:\n{}",
+        diffs.join("\n")
+    );
     assert!(sp["CL_DEVICE_EXTENSIONS"].contains("cl_khr_priority_hints"));
 }

@@ -30,9 +30,12 @@ fn library() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     let exe = std::env::current_exe().ok()?;
-    [exe.with_file_name("libsoftpreempt.so"), PathBuf::from("/usr/local/lib/libsoftpreempt.so")]
-        .into_iter()
-        .find(|p| p.exists())
+    [
+        exe.with_file_name("libsoftpreempt.so"),
+        PathBuf::from("/usr/local/lib/libsoftpreempt.so"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
 }
 
 /// Points the loader at SoftPreempt plus the system's vendors, unless the caller already did.
@@ -40,11 +43,17 @@ fn prepare_loader() -> Result<(), String> {
     let lib = library().ok_or("libsoftpreempt.so not found: run `cargo build --release` first")?;
     let dir = std::env::temp_dir().join(format!("softpreempt-demo-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("softpreempt.icd"), format!("{}\n", lib.display())).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("softpreempt.icd"), format!("{}\n", lib.display()))
+        .map_err(|e| e.to_string())?;
     let system = std::env::var("OCL_ICD_VENDORS").unwrap_or_else(|_| "/etc/OpenCL/vendors".into());
-    for e in std::fs::read_dir(&system).map_err(|e| format!("{system}: {e}"))?.flatten() {
+    for e in std::fs::read_dir(&system)
+        .map_err(|e| format!("{system}: {e}"))?
+        .flatten()
+    {
         let p = e.path();
-        if p.extension().is_some_and(|x| x == "icd") && p.file_name().is_some_and(|n| n != "softpreempt.icd") {
+        if p.extension().is_some_and(|x| x == "icd")
+            && p.file_name().is_some_and(|n| n != "softpreempt.icd")
+        {
             let _ = std::fs::copy(&p, dir.join(p.file_name().unwrap()));
         }
     }
@@ -63,7 +72,15 @@ fn check(rc: cl_int, what: &str) -> Result<(), String> {
 fn platform_name(p: cl_platform_id) -> String {
     let mut buf = [0u8; 256];
     // SAFETY: a 256-byte buffer for a name.
-    unsafe { clGetPlatformInfo(p, CL_PLATFORM_NAME, buf.len(), buf.as_mut_ptr() as *mut c_void, std::ptr::null_mut()) };
+    unsafe {
+        clGetPlatformInfo(
+            p,
+            CL_PLATFORM_NAME,
+            buf.len(),
+            buf.as_mut_ptr() as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
     let end = buf.iter().position(|&b| b == 0).unwrap_or(0);
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
@@ -81,8 +98,24 @@ fn run_on(p: cl_platform_id, width: usize, iters: i32, reps: usize) -> Result<Ou
     // SAFETY: every call below gets valid handles created just before it, and buffers that
     // outlive the blocking calls using them.
     unsafe {
-        check(clGetDeviceIDs(p, CL_DEVICE_TYPE_DEFAULT as cl_device_type, 1, &mut dev, std::ptr::null_mut()), "clGetDeviceIDs")?;
-        let ctx = clCreateContext(std::ptr::null(), 1, &dev, None, std::ptr::null_mut(), &mut err);
+        check(
+            clGetDeviceIDs(
+                p,
+                CL_DEVICE_TYPE_DEFAULT as cl_device_type,
+                1,
+                &mut dev,
+                std::ptr::null_mut(),
+            ),
+            "clGetDeviceIDs",
+        )?;
+        let ctx = clCreateContext(
+            std::ptr::null(),
+            1,
+            &dev,
+            None,
+            std::ptr::null_mut(),
+            &mut err,
+        );
         check(err, "clCreateContext")?;
         let q = clCreateCommandQueueWithProperties(ctx, dev, std::ptr::null(), &mut err);
         check(err, "clCreateCommandQueueWithProperties")?;
@@ -90,33 +123,83 @@ fn run_on(p: cl_platform_id, width: usize, iters: i32, reps: usize) -> Result<Ou
         let sp = src.as_ptr();
         let prog = clCreateProgramWithSource(ctx, 1, &sp, std::ptr::null(), &mut err);
         check(err, "clCreateProgramWithSource")?;
-        check(clBuildProgram(prog, 1, &dev, std::ptr::null(), None, std::ptr::null_mut()), "clBuildProgram")?;
+        check(
+            clBuildProgram(prog, 1, &dev, std::ptr::null(), None, std::ptr::null_mut()),
+            "clBuildProgram",
+        )?;
         let name = CString::new("mandel").unwrap();
         let k = clCreateKernel(prog, name.as_ptr(), &mut err);
         check(err, "clCreateKernel")?;
         let bytes = width * width * 4;
-        let out = clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, bytes, std::ptr::null_mut(), &mut err);
+        let out = clCreateBuffer(
+            ctx,
+            CL_MEM_WRITE_ONLY,
+            bytes,
+            std::ptr::null_mut(),
+            &mut err,
+        );
         check(err, "clCreateBuffer")?;
         let w = width as i32;
-        check(clSetKernelArg(k, 0, 8, &out as *const cl_mem as *const c_void), "clSetKernelArg")?;
-        check(clSetKernelArg(k, 1, 4, &w as *const i32 as *const c_void), "clSetKernelArg")?;
-        check(clSetKernelArg(k, 2, 4, &iters as *const i32 as *const c_void), "clSetKernelArg")?;
+        check(
+            clSetKernelArg(k, 0, 8, &out as *const cl_mem as *const c_void),
+            "clSetKernelArg",
+        )?;
+        check(
+            clSetKernelArg(k, 1, 4, &w as *const i32 as *const c_void),
+            "clSetKernelArg",
+        )?;
+        check(
+            clSetKernelArg(k, 2, 4, &iters as *const i32 as *const c_void),
+            "clSetKernelArg",
+        )?;
         let global = [width, width];
         let t = Instant::now();
         for _ in 0..reps {
-            check(clEnqueueNDRangeKernel(q, k, 2, std::ptr::null(), global.as_ptr(), std::ptr::null(), 0, std::ptr::null(), std::ptr::null_mut()), "clEnqueueNDRangeKernel")?;
+            check(
+                clEnqueueNDRangeKernel(
+                    q,
+                    k,
+                    2,
+                    std::ptr::null(),
+                    global.as_ptr(),
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                ),
+                "clEnqueueNDRangeKernel",
+            )?;
         }
         check(clFinish(q), "clFinish")?;
         let ms = t.elapsed().as_secs_f64() * 1e3 / reps as f64;
         let mut image = vec![0u32; width * width];
-        check(clEnqueueReadBuffer(q, out, CL_TRUE, 0, bytes, image.as_mut_ptr() as *mut c_void, 0, std::ptr::null(), std::ptr::null_mut()), "clEnqueueReadBuffer")?;
+        check(
+            clEnqueueReadBuffer(
+                q,
+                out,
+                CL_TRUE,
+                0,
+                bytes,
+                image.as_mut_ptr() as *mut c_void,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            ),
+            "clEnqueueReadBuffer",
+        )?;
         clReleaseMemObject(out);
         clReleaseKernel(k);
         clReleaseProgram(prog);
         clReleaseCommandQueue(q);
         clReleaseContext(ctx);
-        let checksum = image.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &v| (h ^ v as u64).wrapping_mul(0x100_0000_01b3));
-        Ok(Outcome { checksum, image, ms })
+        let checksum = image.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &v| {
+            (h ^ v as u64).wrapping_mul(0x100_0000_01b3)
+        });
+        Ok(Outcome {
+            checksum,
+            image,
+            ms,
+        })
     }
 }
 
@@ -139,26 +222,47 @@ fn demo() -> Result<(), String> {
     let mut n = 0;
     // SAFETY: two-call pattern into a local vector.
     let plats = unsafe {
-        check(clGetPlatformIDs(0, std::ptr::null_mut(), &mut n), "clGetPlatformIDs")?;
+        check(
+            clGetPlatformIDs(0, std::ptr::null_mut(), &mut n),
+            "clGetPlatformIDs",
+        )?;
         let mut v = vec![std::ptr::null_mut(); n as usize];
-        check(clGetPlatformIDs(n, v.as_mut_ptr(), std::ptr::null_mut()), "clGetPlatformIDs")?;
+        check(
+            clGetPlatformIDs(n, v.as_mut_ptr(), std::ptr::null_mut()),
+            "clGetPlatformIDs",
+        )?;
         v
     };
-    let sp = *plats.iter().find(|&&p| platform_name(p) == "SoftPreempt").ok_or("the SoftPreempt platform is not visible")?;
-    let bare = *plats.iter().find(|&&p| platform_name(p) != "SoftPreempt").ok_or("no vendor platform is installed")?;
+    let sp = *plats
+        .iter()
+        .find(|&&p| platform_name(p) == "SoftPreempt")
+        .ok_or("the SoftPreempt platform is not visible")?;
+    let bare = *plats
+        .iter()
+        .find(|&&p| platform_name(p) != "SoftPreempt")
+        .ok_or("no vendor platform is installed")?;
     let (width, iters, reps) = (512, 256, 5);
     println!("SoftPreempt demo: {width}x{width} Mandelbrot, {iters} iterations, {reps} launches per platform");
     println!("vendor platform: {}", platform_name(bare));
     let a = run_on(bare, width, iters, reps)?;
     let b = run_on(sp, width, iters, reps)?;
     println!();
-    println!("{:<28} {:>12} {:>20}", "platform", "ms/launch", "result checksum");
+    println!(
+        "{:<28} {:>12} {:>20}",
+        "platform", "ms/launch", "result checksum"
+    );
     println!("{:<28} {:>12.2} {:>20x}", "bare vendor", a.ms, a.checksum);
-    println!("{:<28} {:>12.2} {:>20x}", "through SoftPreempt", b.ms, b.checksum);
+    println!(
+        "{:<28} {:>12.2} {:>20x}",
+        "through SoftPreempt", b.ms, b.checksum
+    );
     if a.image != b.image {
         return Err("results differ between the bare vendor and SoftPreempt".into());
     }
-    println!("\nresults are bit-identical; cost through the layer: {:+.1}%", (b.ms / a.ms - 1.0) * 100.0);
+    println!(
+        "\nresults are bit-identical; cost through the layer: {:+.1}%",
+        (b.ms / a.ms - 1.0) * 100.0
+    );
     println!("(the two-process preemption demo arrives with managed queues)");
     Ok(())
 }

@@ -23,7 +23,9 @@ pub fn install() {
 
 #[cold]
 fn report_panic(what: &str) {
-    tracing::error!("softpreempt: internal error in {what}; returning an error instead of crashing");
+    tracing::error!(
+        "softpreempt: internal error in {what}; returning an error instead of crashing"
+    );
 }
 
 /// `cl_int` entry points: `Ok` is `CL_SUCCESS`. A panic becomes `CL_OUT_OF_HOST_MEMORY`

@@ -207,5 +207,11 @@ pub unsafe extern "C" fn clGetPlatformInfo(
     param_value_size_ret: *mut usize,
 ) -> cl_int {
     entry::install();
-    slots::clGetPlatformInfo(platform, param_name, param_value_size, param_value, param_value_size_ret)
+    slots::clGetPlatformInfo(
+        platform,
+        param_name,
+        param_value_size,
+        param_value,
+        param_value_size_ret,
+    )
 }

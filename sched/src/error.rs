@@ -30,6 +30,15 @@ pub enum SchedError {
         /// The uid we expected.
         expected: u32,
     },
+    /// A group-shared segment belongs to another group.
+    WrongGroup {
+        /// The segment path.
+        path: PathBuf,
+        /// Its group.
+        group: u32,
+        /// The configured group.
+        expected: u32,
+    },
     /// The segment's mode lets other users in (world access, or group access without a
     /// configured group).
     BadPermissions {
@@ -122,6 +131,15 @@ impl fmt::Display for SchedError {
             } => write!(
                 f,
                 "shared segment {} is owned by uid {owner}, expected uid {expected}; refusing it",
+                path.display()
+            ),
+            SchedError::WrongGroup {
+                path,
+                group,
+                expected,
+            } => write!(
+                f,
+                "shared segment {} belongs to group {group}, expected group {expected}; refusing it",
                 path.display()
             ),
             SchedError::BadPermissions { path, mode } => write!(

@@ -233,7 +233,7 @@ impl<'a> View<'a> {
     }
 
     /// Drops demand; with `hp_linger`, demand lingers until `now + linger`.
-    /// Returns true: waiters may proceed, call [`View::notify`].
+    /// Waiters may proceed: the caller must call [`View::notify`].
     pub fn idle(&self, me: usize, pri: Priority, now: u64) {
         let l = pri.level.index();
         let s = &self.slots[me];
@@ -270,8 +270,7 @@ impl<'a> View<'a> {
             }
         }
         let max = self.params.max_inflight;
-        if s
-            .inflight
+        if s.inflight
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| {
                 (x < max).then_some(x + 1)
             })
@@ -281,7 +280,7 @@ impl<'a> View<'a> {
         }
         let vt = s.vtime.load(Ordering::Relaxed);
         if !share {
-            s.vtime.store(vt + 1, Ordering::Relaxed);
+            s.vtime.store(vt.saturating_add(1), Ordering::Relaxed);
         }
         // Pairs with the fence in `announce` (priority) and with waiters' fences.
         fence(Ordering::SeqCst);
@@ -294,9 +293,13 @@ impl<'a> View<'a> {
             return Decision::Blocked { until_ns: None };
         }
         if !share {
-            self.h.vclock[l].fetch_max(vt + 1, Ordering::Relaxed);
+            self.h.vclock[l].fetch_max(vt.saturating_add(1), Ordering::Relaxed);
         }
-        let total = self.h.total_grants.fetch_add(1, Ordering::Relaxed) + 1;
+        let total = self
+            .h
+            .total_grants
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_add(1);
         s.grants.fetch_add(1, Ordering::Relaxed);
         if share {
             s.share_grants.fetch_add(1, Ordering::Relaxed);
@@ -531,10 +534,7 @@ mod tests {
         let v = t.view();
         v.announce(0, hi, 1);
         v.announce(1, lo, 1);
-        assert_eq!(
-            v.try_grant(1, lo, 1),
-            Decision::Blocked { until_ns: None }
-        );
+        assert_eq!(v.try_grant(1, lo, 1), Decision::Blocked { until_ns: None });
         assert!(granted(v.try_grant(0, hi, 1)));
         v.idle(0, hi, 2);
         assert!(granted(v.try_grant(1, lo, 2)));
@@ -755,7 +755,6 @@ mod loom_tests {
             let waker = thread::spawn(move || {
                 let v = t2.view();
                 v.idle(0, hi, 0);
-                fence(Ordering::SeqCst);
                 v.notify()
             });
             let v = t.view();
@@ -804,9 +803,11 @@ mod loom_tests {
     fn loom_header_publish() {
         use crate::layout::{MAGIC, VERSION};
         loom::model(|| {
-            let h: Arc<Header> = Arc::from(Header::new_boxed());
-            let h2 = h.clone();
+            let t = Arc::new(HeapTable::new(1, P));
+            let t2 = t.clone();
+            let h = &t.h;
             let creator = thread::spawn(move || {
+                let h2 = &t2.h;
                 h2.version.store(VERSION, Ordering::Relaxed);
                 h2.slot_count.store(64, Ordering::Relaxed);
                 h2.magic.store(MAGIC, Ordering::Release);

@@ -120,9 +120,7 @@ impl FromStr for Priority {
         let (level, number) = match s.split_once(':') {
             Some((l, n)) => {
                 let n = n.trim().parse::<u8>().map_err(|_| {
-                    SchedError::InvalidArgument(format!(
-                        "priority number in {s:?} must be 0..=255"
-                    ))
+                    SchedError::InvalidArgument(format!("priority number in {s:?} must be 0..=255"))
                 })?;
                 (l, n)
             }

@@ -22,21 +22,40 @@ pub fn library_path() -> PathBuf {
             return p;
         }
     }
-    panic!("libsoftpreempt.so not built: run `cargo build --workspace` first (or set SOFTPREEMPT_LIB)");
+    panic!(
+        "libsoftpreempt.so not built: run `cargo build --workspace` first (or set SOFTPREEMPT_LIB)"
+    );
 }
 
-/// The system's PoCL library, from its .icd file.
+/// The vendor under test: PoCL by default; `SOFTPREEMPT_TEST_ICD` names another `.icd`
+/// file (e.g. NVIDIA's on the GPU machine) and `SOFTPREEMPT_TEST_VENDOR` its platform name.
+pub fn vendor_icd() -> String {
+    std::env::var("SOFTPREEMPT_TEST_ICD").unwrap_or_else(|_| "/etc/OpenCL/vendors/pocl.icd".into())
+}
+
+pub fn vendor_name() -> String {
+    std::env::var("SOFTPREEMPT_TEST_VENDOR")
+        .unwrap_or_else(|_| "Portable Computing Language".into())
+}
+
+/// The vendor library, from its .icd file.
 pub fn pocl_library() -> String {
-    let icd = std::fs::read_to_string("/etc/OpenCL/vendors/pocl.icd")
-        .expect("PoCL is not installed (/etc/OpenCL/vendors/pocl.icd): run scripts/setup.sh");
+    let path = vendor_icd();
+    let icd = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e} (PoCL is installed by scripts/setup.sh)"));
     icd.lines().next().unwrap().trim().to_string()
 }
 
 /// A vendors directory with both entries. Returns its path.
 pub fn make_vendors_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("softpreempt-vendors-{}-{tag}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("softpreempt-vendors-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("softpreempt.icd"), format!("{}\n", library_path().display())).unwrap();
+    std::fs::write(
+        dir.join("softpreempt.icd"),
+        format!("{}\n", library_path().display()),
+    )
+    .unwrap();
     std::fs::write(dir.join("pocl.icd"), format!("{}\n", pocl_library())).unwrap();
     dir
 }
@@ -60,9 +79,15 @@ pub fn platforms() -> Vec<cl_platform_id> {
     let mut n = 0;
     // SAFETY: two-call pattern with valid out pointers.
     unsafe {
-        assert_eq!(clGetPlatformIDs(0, std::ptr::null_mut(), &mut n), CL_SUCCESS);
+        assert_eq!(
+            clGetPlatformIDs(0, std::ptr::null_mut(), &mut n),
+            CL_SUCCESS
+        );
         let mut v = vec![std::ptr::null_mut(); n as usize];
-        assert_eq!(clGetPlatformIDs(n, v.as_mut_ptr(), std::ptr::null_mut()), CL_SUCCESS);
+        assert_eq!(
+            clGetPlatformIDs(n, v.as_mut_ptr(), std::ptr::null_mut()),
+            CL_SUCCESS
+        );
         v
     }
 }
@@ -80,10 +105,17 @@ pub fn cstr(b: &[u8]) -> String {
 /// Reads a whole info value with the two-call pattern, asserting success.
 pub fn info_bytes(f: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> Vec<u8> {
     let mut size = 0;
-    assert_eq!(f(0, std::ptr::null_mut(), &mut size), CL_SUCCESS, "info size query failed");
+    assert_eq!(
+        f(0, std::ptr::null_mut(), &mut size),
+        CL_SUCCESS,
+        "info size query failed"
+    );
     let mut b = vec![0u8; size];
     if size > 0 {
-        assert_eq!(f(size, b.as_mut_ptr() as *mut c_void, std::ptr::null_mut()), CL_SUCCESS);
+        assert_eq!(
+            f(size, b.as_mut_ptr() as *mut c_void, std::ptr::null_mut()),
+            CL_SUCCESS
+        );
     }
     b
 }
@@ -91,7 +123,14 @@ pub fn info_bytes(f: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> Vec<u
 /// Reads a plain value from an info query.
 pub fn info_scalar<T: Copy + Default>(f: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> T {
     let mut v = T::default();
-    assert_eq!(f(std::mem::size_of::<T>(), &mut v as *mut T as *mut c_void, std::ptr::null_mut()), CL_SUCCESS);
+    assert_eq!(
+        f(
+            std::mem::size_of::<T>(),
+            &mut v as *mut T as *mut c_void,
+            std::ptr::null_mut()
+        ),
+        CL_SUCCESS
+    );
     v
 }
 
@@ -103,18 +142,27 @@ pub fn sp_platform() -> cl_platform_id {
         .expect("no SoftPreempt platform visible through the loader")
 }
 
-/// The bare PoCL platform, for side-by-side comparisons.
+/// The bare vendor platform (PoCL unless told otherwise), for side-by-side comparisons.
 pub fn bare_platform() -> cl_platform_id {
+    let name = vendor_name();
     *platforms()
         .iter()
-        .find(|&&p| platform_string(p, CL_PLATFORM_NAME) == "Portable Computing Language")
-        .expect("no PoCL platform visible through the loader")
+        .find(|&&p| platform_string(p, CL_PLATFORM_NAME) == name)
+        .unwrap_or_else(|| panic!("no '{name}' platform visible through the loader"))
 }
 
 pub fn device(p: cl_platform_id) -> cl_device_id {
     let mut d = std::ptr::null_mut();
     // SAFETY: one device handle out.
-    let rc = unsafe { clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL as cl_device_type, 1, &mut d, std::ptr::null_mut()) };
+    let rc = unsafe {
+        clGetDeviceIDs(
+            p,
+            CL_DEVICE_TYPE_ALL as cl_device_type,
+            1,
+            &mut d,
+            std::ptr::null_mut(),
+        )
+    };
     assert_eq!(rc, CL_SUCCESS);
     d
 }
@@ -130,16 +178,40 @@ pub struct Env {
 impl Env {
     pub fn new(p: cl_platform_id) -> Env {
         let device = device(p);
-        let props = [CL_CONTEXT_PLATFORM as cl_context_properties, p as cl_context_properties, 0];
+        let props = [
+            CL_CONTEXT_PLATFORM as cl_context_properties,
+            p as cl_context_properties,
+            0,
+        ];
         let mut err = 0;
         // SAFETY: valid property list and device.
-        let context = unsafe { clCreateContext(props.as_ptr(), 1, &device, None, std::ptr::null_mut(), &mut err) };
+        let context = unsafe {
+            clCreateContext(
+                props.as_ptr(),
+                1,
+                &device,
+                None,
+                std::ptr::null_mut(),
+                &mut err,
+            )
+        };
         assert_eq!(err, CL_SUCCESS, "clCreateContext");
-        let qprops = [CL_QUEUE_PROPERTIES as cl_queue_properties, CL_QUEUE_PROFILING_ENABLE as cl_queue_properties, 0];
+        let qprops = [
+            CL_QUEUE_PROPERTIES as cl_queue_properties,
+            CL_QUEUE_PROFILING_ENABLE as cl_queue_properties,
+            0,
+        ];
         // SAFETY: valid context/device and property list.
-        let queue = unsafe { clCreateCommandQueueWithProperties(context, device, qprops.as_ptr(), &mut err) };
+        let queue = unsafe {
+            clCreateCommandQueueWithProperties(context, device, qprops.as_ptr(), &mut err)
+        };
         assert_eq!(err, CL_SUCCESS, "clCreateCommandQueueWithProperties");
-        Env { platform: p, device, context, queue }
+        Env {
+            platform: p,
+            device,
+            context,
+            queue,
+        }
     }
 
     pub fn sp() -> Env {
@@ -152,12 +224,24 @@ impl Env {
         let ptr = c.as_ptr();
         let mut err = 0;
         // SAFETY: one NUL-terminated source string.
-        let prog = unsafe { clCreateProgramWithSource(self.context, 1, &ptr, std::ptr::null(), &mut err) };
+        let prog =
+            unsafe { clCreateProgramWithSource(self.context, 1, &ptr, std::ptr::null(), &mut err) };
         assert_eq!(err, CL_SUCCESS);
         // SAFETY: valid program and device.
-        let rc = unsafe { clBuildProgram(prog, 1, &self.device, std::ptr::null(), None, std::ptr::null_mut()) };
+        let rc = unsafe {
+            clBuildProgram(
+                prog,
+                1,
+                &self.device,
+                std::ptr::null(),
+                None,
+                std::ptr::null_mut(),
+            )
+        };
         if rc != CL_SUCCESS {
-            let log = info_bytes(|s, v, r| unsafe { clGetProgramBuildInfo(prog, self.device, CL_PROGRAM_BUILD_LOG, s, v, r) });
+            let log = info_bytes(|s, v, r| unsafe {
+                clGetProgramBuildInfo(prog, self.device, CL_PROGRAM_BUILD_LOG, s, v, r)
+            });
             panic!("build failed ({rc}): {}", cstr(&log));
         }
         prog
@@ -175,7 +259,15 @@ impl Env {
     pub fn buffer(&self, bytes: usize) -> cl_mem {
         let mut err = 0;
         // SAFETY: plain device buffer.
-        let m = unsafe { clCreateBuffer(self.context, CL_MEM_READ_WRITE, bytes, std::ptr::null_mut(), &mut err) };
+        let m = unsafe {
+            clCreateBuffer(
+                self.context,
+                CL_MEM_READ_WRITE,
+                bytes,
+                std::ptr::null_mut(),
+                &mut err,
+            )
+        };
         assert_eq!(err, CL_SUCCESS);
         m
     }
@@ -183,7 +275,17 @@ impl Env {
     pub fn write<T: Copy>(&self, m: cl_mem, data: &[T]) {
         // SAFETY: blocking write from a live slice.
         let rc = unsafe {
-            clEnqueueWriteBuffer(self.queue, m, CL_TRUE, 0, std::mem::size_of_val(data), data.as_ptr() as *const c_void, 0, std::ptr::null(), std::ptr::null_mut())
+            clEnqueueWriteBuffer(
+                self.queue,
+                m,
+                CL_TRUE,
+                0,
+                std::mem::size_of_val(data),
+                data.as_ptr() as *const c_void,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
         };
         assert_eq!(rc, CL_SUCCESS);
     }
@@ -192,7 +294,17 @@ impl Env {
         let mut v = vec![T::default(); n];
         // SAFETY: blocking read into a live vector.
         let rc = unsafe {
-            clEnqueueReadBuffer(self.queue, m, CL_TRUE, 0, n * std::mem::size_of::<T>(), v.as_mut_ptr() as *mut c_void, 0, std::ptr::null(), std::ptr::null_mut())
+            clEnqueueReadBuffer(
+                self.queue,
+                m,
+                CL_TRUE,
+                0,
+                n * std::mem::size_of::<T>(),
+                v.as_mut_ptr() as *mut c_void,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
         };
         assert_eq!(rc, CL_SUCCESS);
         v

@@ -25,7 +25,11 @@ struct Props {
 
 fn context_props(properties: *const cl_context_properties) -> CLResult<Props> {
     let Some(list) = property_list(properties)? else {
-        return Ok(Props { app: Vec::new(), inner: Vec::new(), platform: None });
+        return Ok(Props {
+            app: Vec::new(),
+            inner: Vec::new(),
+            platform: None,
+        });
     };
     let mut inner = list.to_vec();
     let mut platform = None;
@@ -44,7 +48,11 @@ fn context_props(properties: *const cl_context_properties) -> CLResult<Props> {
         }
         k += 2;
     }
-    Ok(Props { app: list.to_vec(), inner, platform })
+    Ok(Props {
+        app: list.to_vec(),
+        inner,
+        platform,
+    })
 }
 
 fn inner_ptr(v: &[cl_context_properties]) -> *const cl_context_properties {
@@ -79,7 +87,13 @@ fn wrap_context(
         }
     };
     let devices: Vec<Ref<Device>> = ids.iter().map(|&d| Device::wrap(platform, d)).collect();
-    Ok(new_obj(Context { inner, platform, devices, app_properties }).handle())
+    Ok(new_obj(Context {
+        inner,
+        platform,
+        devices,
+        app_properties,
+    })
+    .handle())
 }
 
 pub fn create_context(
@@ -104,14 +118,26 @@ pub fn create_context(
         Some(p) => p,
         None => devs[0].get().platform,
     };
-    if devs.iter().any(|d| !std::ptr::eq(d.get().platform, platform)) {
+    if devs
+        .iter()
+        .any(|d| !std::ptr::eq(d.get().platform, platform))
+    {
         return Err(CL_INVALID_DEVICE);
     }
     let inner_devs: Vec<cl_device_id> = devs.iter().map(|d| d.get().inner.h).collect();
     let vt = platform.get().inner.vt;
     // The notify callback carries no handles, so the application's own function and user
     // data go to the vendor unchanged.
-    let ctx = vcreate!(vt, clCreateContext(inner_ptr(&props.inner), num_devices, inner_devs.as_ptr(), pfn_notify, user_data))?;
+    let ctx = vcreate!(
+        vt,
+        clCreateContext(
+            inner_ptr(&props.inner),
+            num_devices,
+            inner_devs.as_ptr(),
+            pfn_notify,
+            user_data
+        )
+    )?;
     wrap_context(platform, ctx, props.app)
 }
 
@@ -136,12 +162,21 @@ pub fn create_context_from_type(
                 props.inner.push(0);
             }
             let end = props.inner.len() - 1;
-            props.inner.splice(end..end, [CL_CONTEXT_PLATFORM as cl_context_properties, p.get().inner.h as cl_context_properties]);
+            props.inner.splice(
+                end..end,
+                [
+                    CL_CONTEXT_PLATFORM as cl_context_properties,
+                    p.get().inner.h as cl_context_properties,
+                ],
+            );
             p
         }
     };
     let vt = platform.get().inner.vt;
-    let ctx = vcreate!(vt, clCreateContextFromType(inner_ptr(&props.inner), device_type, pfn_notify, user_data))?;
+    let ctx = vcreate!(
+        vt,
+        clCreateContextFromType(inner_ptr(&props.inner), device_type, pfn_notify, user_data)
+    )?;
     wrap_context(platform, ctx, props.app)
 }
 
@@ -189,7 +224,10 @@ pub fn set_context_destructor_callback(
     let f = pfn_notify.ok_or(CL_INVALID_VALUE)?;
     let data = Callback::<Context, ObjNotify<cl_context>>::into_raw(o.hold(), f, user_data);
     let c = o.get();
-    let r = vtry!(c.inner.vt, clSetContextDestructorCallback(c.inner.h, Some(once_obj::<Context>), data));
+    let r = vtry!(
+        c.inner.vt,
+        clSetContextDestructorCallback(c.inner.h, Some(once_obj::<Context>), data)
+    );
     if r.is_err() {
         // SAFETY: the vendor refused, so it will never call back with `data`.
         unsafe { Callback::<Context, ObjNotify<cl_context>>::discard(data) };

@@ -30,13 +30,16 @@ pub fn get_device_ids(
     // Let the vendor apply its own type rules (CL_DEVICE_TYPE_DEFAULT, errors), then map.
     let i = &p.get().inner;
     let mut n: cl_uint = 0;
-    vtry!(i.vt, clGetDeviceIDs(i.h, device_type, 0, std::ptr::null_mut(), &mut n))?;
+    vtry!(
+        i.vt,
+        clGetDeviceIDs(i.h, device_type, 0, std::ptr::null_mut(), &mut n)
+    )?;
     let mut ids = vec![std::ptr::null_mut(); n as usize];
-    vtry!(i.vt, clGetDeviceIDs(i.h, device_type, n, ids.as_mut_ptr(), std::ptr::null_mut()))?;
-    let wrapped: Vec<cl_device_id> = ids
-        .iter()
-        .map(|&d| Device::wrap(p, d).handle())
-        .collect();
+    vtry!(
+        i.vt,
+        clGetDeviceIDs(i.h, device_type, n, ids.as_mut_ptr(), std::ptr::null_mut())
+    )?;
+    let wrapped: Vec<cl_device_id> = ids.iter().map(|&d| Device::wrap(p, d).handle()).collect();
     if !devices.is_null() {
         for (k, d) in wrapped.iter().take(num_entries as usize).enumerate() {
             // SAFETY: `devices` has room for `num_entries` handles by contract.
@@ -61,7 +64,9 @@ fn wrap_device(inner: cl_device_id) -> cl_device_id {
     if inner.is_null() {
         return inner;
     }
-    Device::lookup(inner).map(|d| d.handle()).unwrap_or(std::ptr::null_mut())
+    Device::lookup(inner)
+        .map(|d| d.handle())
+        .unwrap_or(std::ptr::null_mut())
 }
 
 pub fn get_device_info(
@@ -79,15 +84,22 @@ pub fn get_device_info(
         CL_DEVICE_PARENT_DEVICE => {
             let raw = inner_info(d, param_name)?;
             let inner = read_handle::<cl_device_id>(&raw);
-            let ours = d.parent.as_ref().map(|p| p.handle()).unwrap_or_else(|| wrap_device(inner));
+            let ours = d
+                .parent
+                .as_ref()
+                .map(|p| p.handle())
+                .unwrap_or_else(|| wrap_device(inner));
             bytes_of(&ours).to_vec()
         }
-        CL_DEVICE_EXTENSIONS => {
-            string_bytes(&extensions::filter_list(&info_string(&inner_info(d, param_name)?), extensions::DEVICE_OURS))
-        }
-        CL_DEVICE_EXTENSIONS_WITH_VERSION => {
-            bytes_of_slice(&filter_name_versions(&inner_info(d, param_name)?, extensions::DEVICE_OURS)).to_vec()
-        }
+        CL_DEVICE_EXTENSIONS => string_bytes(&extensions::filter_list(
+            &info_string(&inner_info(d, param_name)?),
+            extensions::DEVICE_OURS,
+        )),
+        CL_DEVICE_EXTENSIONS_WITH_VERSION => bytes_of_slice(&filter_name_versions(
+            &inner_info(d, param_name)?,
+            extensions::DEVICE_OURS,
+        ))
+        .to_vec(),
         _ => inner_info(d, param_name)?,
     };
     write_info(param_value_size, param_value, param_value_size_ret, &answer)
@@ -114,7 +126,10 @@ pub fn create_sub_devices(
     let pd = parent.get();
     let i = &pd.inner;
     let mut n: cl_uint = 0;
-    vtry!(i.vt, clCreateSubDevices(i.h, properties, 0, std::ptr::null_mut(), &mut n))?;
+    vtry!(
+        i.vt,
+        clCreateSubDevices(i.h, properties, 0, std::ptr::null_mut(), &mut n)
+    )?;
     if out_devices.is_null() {
         set_out(num_devices_ret, n);
         return Ok(());
@@ -125,7 +140,10 @@ pub fn create_sub_devices(
         return Err(CL_INVALID_VALUE);
     }
     let mut ids = vec![std::ptr::null_mut(); n as usize];
-    vtry!(i.vt, clCreateSubDevices(i.h, properties, n, ids.as_mut_ptr(), std::ptr::null_mut()))?;
+    vtry!(
+        i.vt,
+        clCreateSubDevices(i.h, properties, n, ids.as_mut_ptr(), std::ptr::null_mut())
+    )?;
     for (k, &sub) in ids.iter().enumerate() {
         let w = Device::register(i.child(sub), pd.platform, Some(parent.hold()), false);
         // SAFETY: `out_devices` has room for `num_devices >= n` handles by contract.
@@ -147,7 +165,10 @@ pub fn create_sub_devices_ext(
     let pd = parent.get();
     let i = &pd.inner;
     let mut n: cl_uint = 0;
-    vtry!(i.vt, clCreateSubDevicesEXT(i.h, properties, 0, std::ptr::null_mut(), &mut n))?;
+    vtry!(
+        i.vt,
+        clCreateSubDevicesEXT(i.h, properties, 0, std::ptr::null_mut(), &mut n)
+    )?;
     if out_devices.is_null() {
         set_out(num_devices, n);
         return Ok(());
@@ -156,7 +177,10 @@ pub fn create_sub_devices_ext(
         return Err(CL_INVALID_VALUE);
     }
     let mut ids = vec![std::ptr::null_mut(); n as usize];
-    vtry!(i.vt, clCreateSubDevicesEXT(i.h, properties, n, ids.as_mut_ptr(), std::ptr::null_mut()))?;
+    vtry!(
+        i.vt,
+        clCreateSubDevicesEXT(i.h, properties, n, ids.as_mut_ptr(), std::ptr::null_mut())
+    )?;
     for (k, &sub) in ids.iter().enumerate() {
         let w = Device::register(i.child(sub), pd.platform, Some(parent.hold()), false);
         // SAFETY: room for `num_entries >= n` handles by contract.
@@ -205,14 +229,21 @@ pub fn release_device_ext(device: cl_device_id) -> CLResult<()> {
     retain_release(device, false, true)
 }
 
-pub fn get_device_and_host_timer(device: cl_device_id, device_timestamp: *mut cl_ulong, host_timestamp: *mut cl_ulong) -> CLResult<()> {
+pub fn get_device_and_host_timer(
+    device: cl_device_id,
+    device_timestamp: *mut cl_ulong,
+    host_timestamp: *mut cl_ulong,
+) -> CLResult<()> {
     // "CL_INVALID_DEVICE if device is not a valid device."
     let d = Obj::<Device>::check(device)?.get();
     // "CL_INVALID_VALUE if host_timestamp or device_timestamp is NULL."
     if device_timestamp.is_null() || host_timestamp.is_null() {
         return Err(CL_INVALID_VALUE);
     }
-    crate::core::error::check(vcall!(d.inner.vt, clGetDeviceAndHostTimer(d.inner.h, device_timestamp, host_timestamp)))
+    crate::core::error::check(vcall!(
+        d.inner.vt,
+        clGetDeviceAndHostTimer(d.inner.h, device_timestamp, host_timestamp)
+    ))
 }
 
 pub fn get_host_timer(device: cl_device_id, host_timestamp: *mut cl_ulong) -> CLResult<()> {
@@ -222,7 +253,10 @@ pub fn get_host_timer(device: cl_device_id, host_timestamp: *mut cl_ulong) -> CL
     if host_timestamp.is_null() {
         return Err(CL_INVALID_VALUE);
     }
-    crate::core::error::check(vcall!(d.inner.vt, clGetHostTimer(d.inner.h, host_timestamp)))
+    crate::core::error::check(vcall!(
+        d.inner.vt,
+        clGetHostTimer(d.inner.h, host_timestamp)
+    ))
 }
 
 /// Checks a device list and returns the inner handles (all must share one platform).

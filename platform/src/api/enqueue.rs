@@ -1,161 +1,929 @@
-//! `enqueue` entry points.
+//! Every `clEnqueue*` entry point.
+//!
+//! They all share one shape: check the queue, check and unwrap the memory objects or
+//! kernel against the queue's context, then hand the vendor call to [`submit_with`], the
+//! single place where a command reaches the vendor (it unwraps the wait list and wraps the
+//! returned event). A managed queue (software FIFO, sliced launches) slots in there.
 
 use crate::core::cl::*;
 use std::ffi::c_void;
 
-use crate::core::error::CLResult;
+use crate::core::args::{bytes_of, slice};
+use crate::core::callback::{svm_free_notify, Callback, SvmFreeNotify};
+use crate::core::error::{check, CLResult};
+use crate::core::events::{InnerEvents, OutEvent};
+use crate::core::forward::Inner;
+use crate::core::handle::Obj;
+use crate::core::objects::{Kernel, Mem, Queue};
+use crate::{vcall, vtry};
 
-/// clEnqueueReadBuffer: STUB, not yet forwarded.
-pub fn enqueue_read_buffer(_command_queue: cl_command_queue, _buffer: cl_mem, _blocking_read: cl_bool, _offset: usize, _size: usize, _ptr: *mut c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+type NativeFn = Option<unsafe extern "C" fn(*mut c_void)>;
+
+/// "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid host command-queue."
+#[inline]
+fn queue<'a>(h: cl_command_queue) -> CLResult<&'a Obj<Queue>> {
+    Obj::<Queue>::check(h)
 }
 
-/// clEnqueueWriteBuffer: STUB, not yet forwarded.
-pub fn enqueue_write_buffer(_command_queue: cl_command_queue, _buffer: cl_mem, _blocking_write: cl_bool, _offset: usize, _size: usize, _ptr: *const c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// A memory object of the queue's context, unwrapped.
+#[inline]
+fn mem(q: &Obj<Queue>, h: cl_mem) -> CLResult<cl_mem> {
+    // "CL_INVALID_MEM_OBJECT if buffer is not a valid buffer object." (image, memobj, ...)
+    let m = Obj::<Mem>::check(h)?.get();
+    // "CL_INVALID_CONTEXT if the context associated with command_queue and buffer are not
+    // the same."
+    if m.context != q.get().context {
+        return Err(CL_INVALID_CONTEXT);
+    }
+    Ok(m.inner.h)
 }
 
-/// clEnqueueCopyBuffer: STUB, not yet forwarded.
-pub fn enqueue_copy_buffer(_command_queue: cl_command_queue, _src_buffer: cl_mem, _dst_buffer: cl_mem, _src_offset: usize, _dst_offset: usize, _size: usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// A list of memory objects (`clEnqueueMigrateMemObjects`, native kernels), unwrapped.
+fn mems(q: &Obj<Queue>, n: cl_uint, list: *const cl_mem) -> CLResult<Vec<cl_mem>> {
+    slice(list, n as usize)?
+        .iter()
+        .map(|&m| mem(q, m))
+        .collect()
 }
 
-/// clEnqueueReadImage: STUB, not yet forwarded.
-pub fn enqueue_read_image(_command_queue: cl_command_queue, _image: cl_mem, _blocking_read: cl_bool, _origin: *const usize, _region: *const usize, _row_pitch: usize, _slice_pitch: usize, _ptr: *mut c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// A kernel of the queue's context, unwrapped.
+#[inline]
+fn kernel(q: &Obj<Queue>, h: cl_kernel) -> CLResult<cl_kernel> {
+    // "CL_INVALID_KERNEL if kernel is not a valid kernel object."
+    let k = Obj::<Kernel>::check(h)?.get();
+    // "CL_INVALID_CONTEXT if context associated with command_queue and kernel are not the
+    // same."
+    if k.program.get().context != q.get().context {
+        return Err(CL_INVALID_CONTEXT);
+    }
+    Ok(k.inner.h)
 }
 
-/// clEnqueueWriteImage: STUB, not yet forwarded.
-pub fn enqueue_write_image(_command_queue: cl_command_queue, _image: cl_mem, _blocking_write: cl_bool, _origin: *const usize, _region: *const usize, _input_row_pitch: usize, _input_slice_pitch: usize, _ptr: *const c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// Sends one command to the vendor: `call` gets the inner queue, the inner wait list (count
+/// and pointer) and the out-event slot; on success the event becomes the application's
+/// wrapper.
+///
+/// Every enqueue goes through here, so this is where a managed queue will take the
+/// command instead of forwarding it at once.
+#[inline]
+fn submit_with<T>(
+    q: &Obj<Queue>,
+    wait: InnerEvents,
+    event: *mut cl_event,
+    call: impl FnOnce(&Inner<cl_command_queue>, cl_uint, *const cl_event, *mut cl_event) -> CLResult<T>,
+) -> CLResult<T> {
+    let mut out = OutEvent::new(event);
+    let r = call(&q.get().inner, wait.len(), wait.ptr(), out.ptr())?;
+    out.publish(q);
+    Ok(r)
 }
 
-/// clEnqueueCopyImage: STUB, not yet forwarded.
-pub fn enqueue_copy_image(_command_queue: cl_command_queue, _src_image: cl_mem, _dst_image: cl_mem, _src_origin: *const usize, _dst_origin: *const usize, _region: *const usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// [`submit_with`] for the usual `(num_events_in_wait_list, event_wait_list, event)`
+/// trailing arguments.
+#[inline]
+fn submit<T>(
+    q: &Obj<Queue>,
+    n: cl_uint,
+    list: *const cl_event,
+    event: *mut cl_event,
+    call: impl FnOnce(&Inner<cl_command_queue>, cl_uint, *const cl_event, *mut cl_event) -> CLResult<T>,
+) -> CLResult<T> {
+    submit_with(q, InnerEvents::wait_list(n, list)?, event, call)
 }
 
-/// clEnqueueCopyImageToBuffer: STUB, not yet forwarded.
-pub fn enqueue_copy_image_to_buffer(_command_queue: cl_command_queue, _src_image: cl_mem, _dst_buffer: cl_mem, _src_origin: *const usize, _region: *const usize, _dst_offset: usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// `submit!(q, (n, list, event), clEnqueueFoo(a, b))` calls the vendor's
+/// `clEnqueueFoo(inner_queue, a, b, n', list', event')` through [`submit`].
+macro_rules! submit {
+    ($q:expr, ($n:expr, $list:expr, $ev:expr), $f:ident($($a:expr),* $(,)?)) => {
+        submit($q, $n, $list, $ev, |i, n, wl, ev| vtry!(i.vt, $f(i.h, $($a,)* n, wl, ev)))
+    };
 }
 
-/// clEnqueueCopyBufferToImage: STUB, not yet forwarded.
-pub fn enqueue_copy_buffer_to_image(_command_queue: cl_command_queue, _src_buffer: cl_mem, _dst_image: cl_mem, _src_offset: usize, _dst_origin: *const usize, _region: *const usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// The inner list pointer for a possibly empty vector (NULL when empty).
+fn ptr_or_null<T>(v: &[T]) -> *const T {
+    if v.is_empty() {
+        std::ptr::null()
+    } else {
+        v.as_ptr()
+    }
 }
 
-/// clEnqueueMapBuffer: STUB, not yet forwarded.
-pub fn enqueue_map_buffer(_command_queue: cl_command_queue, _buffer: cl_mem, _blocking_map: cl_bool, _map_flags: cl_map_flags, _offset: usize, _size: usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<*mut c_void> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_read_buffer(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_read: cl_bool,
+    offset: usize,
+    size: usize,
+    ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let b = mem(q, buffer)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueReadBuffer(b, blocking_read, offset, size, ptr)
+    )
 }
 
-/// clEnqueueMapImage: STUB, not yet forwarded.
-pub fn enqueue_map_image(_command_queue: cl_command_queue, _image: cl_mem, _blocking_map: cl_bool, _map_flags: cl_map_flags, _origin: *const usize, _region: *const usize, _image_row_pitch: *mut usize, _image_slice_pitch: *mut usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<*mut c_void> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_write_buffer(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_write: cl_bool,
+    offset: usize,
+    size: usize,
+    ptr: *const c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let b = mem(q, buffer)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueWriteBuffer(b, blocking_write, offset, size, ptr)
+    )
 }
 
-/// clEnqueueUnmapMemObject: STUB, not yet forwarded.
-pub fn enqueue_unmap_mem_object(_command_queue: cl_command_queue, _memobj: cl_mem, _mapped_ptr: *mut c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_copy_buffer(
+    command_queue: cl_command_queue,
+    src_buffer: cl_mem,
+    dst_buffer: cl_mem,
+    src_offset: usize,
+    dst_offset: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let (s, d) = (mem(q, src_buffer)?, mem(q, dst_buffer)?);
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueCopyBuffer(s, d, src_offset, dst_offset, size)
+    )
 }
 
-/// clEnqueueNDRangeKernel: STUB, not yet forwarded.
-pub fn enqueue_ndrange_kernel(_command_queue: cl_command_queue, _kernel: cl_kernel, _work_dim: cl_uint, _global_work_offset: *const usize, _global_work_size: *const usize, _local_work_size: *const usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_read_image(
+    command_queue: cl_command_queue,
+    image: cl_mem,
+    blocking_read: cl_bool,
+    origin: *const usize,
+    region: *const usize,
+    row_pitch: usize,
+    slice_pitch: usize,
+    ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let m = mem(q, image)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueReadImage(
+            m,
+            blocking_read,
+            origin,
+            region,
+            row_pitch,
+            slice_pitch,
+            ptr
+        )
+    )
 }
 
-/// clEnqueueTask: STUB, not yet forwarded.
-pub fn enqueue_task(_command_queue: cl_command_queue, _kernel: cl_kernel, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_write_image(
+    command_queue: cl_command_queue,
+    image: cl_mem,
+    blocking_write: cl_bool,
+    origin: *const usize,
+    region: *const usize,
+    input_row_pitch: usize,
+    input_slice_pitch: usize,
+    ptr: *const c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let m = mem(q, image)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueWriteImage(
+            m,
+            blocking_write,
+            origin,
+            region,
+            input_row_pitch,
+            input_slice_pitch,
+            ptr
+        )
+    )
 }
 
-/// clEnqueueNativeKernel: STUB, not yet forwarded.
-pub fn enqueue_native_kernel(_command_queue: cl_command_queue, _user_func: Option<unsafe extern "C" fn(arg1: *mut c_void)>, _args: *mut c_void, _cb_args: usize, _num_mem_objects: cl_uint, _mem_list: *const cl_mem, _args_mem_loc: *mut *const c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_copy_image(
+    command_queue: cl_command_queue,
+    src_image: cl_mem,
+    dst_image: cl_mem,
+    src_origin: *const usize,
+    dst_origin: *const usize,
+    region: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let (s, d) = (mem(q, src_image)?, mem(q, dst_image)?);
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueCopyImage(s, d, src_origin, dst_origin, region)
+    )
 }
 
-/// clEnqueueMarker: STUB, not yet forwarded.
-pub fn enqueue_marker(_command_queue: cl_command_queue, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_copy_image_to_buffer(
+    command_queue: cl_command_queue,
+    src_image: cl_mem,
+    dst_buffer: cl_mem,
+    src_origin: *const usize,
+    region: *const usize,
+    dst_offset: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let (s, d) = (mem(q, src_image)?, mem(q, dst_buffer)?);
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueCopyImageToBuffer(s, d, src_origin, region, dst_offset)
+    )
 }
 
-/// clEnqueueWaitForEvents: STUB, not yet forwarded.
-pub fn enqueue_wait_for_events(_command_queue: cl_command_queue, _num_events: cl_uint, _event_list: *const cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_copy_buffer_to_image(
+    command_queue: cl_command_queue,
+    src_buffer: cl_mem,
+    dst_image: cl_mem,
+    src_offset: usize,
+    dst_origin: *const usize,
+    region: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let (s, d) = (mem(q, src_buffer)?, mem(q, dst_image)?);
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueCopyBufferToImage(s, d, src_offset, dst_origin, region)
+    )
 }
 
-/// clEnqueueBarrier: STUB, not yet forwarded.
-pub fn enqueue_barrier(_command_queue: cl_command_queue) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// The vendor's `errcode_ret` out-parameter turned into a result, for calls that return a
+/// value (the map functions).
+fn with_errcode<T>(f: impl FnOnce(*mut cl_int) -> CLResult<T>) -> CLResult<T> {
+    let mut err = CL_SUCCESS;
+    let v = f(&mut err)?;
+    check(err).map(|()| v)
 }
 
-/// clEnqueueReadBufferRect: STUB, not yet forwarded.
-pub fn enqueue_read_buffer_rect(_command_queue: cl_command_queue, _buffer: cl_mem, _blocking_read: cl_bool, _buffer_origin: *const usize, _host_origin: *const usize, _region: *const usize, _buffer_row_pitch: usize, _buffer_slice_pitch: usize, _host_row_pitch: usize, _host_slice_pitch: usize, _ptr: *mut c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_map_buffer(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_map: cl_bool,
+    map_flags: cl_map_flags,
+    offset: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<*mut c_void> {
+    let q = queue(command_queue)?;
+    let b = mem(q, buffer)?;
+    submit(
+        q,
+        num_events_in_wait_list,
+        event_wait_list,
+        event,
+        |i, n, wl, ev| {
+            with_errcode(|err| {
+                Ok(vcall!(
+                    i.vt,
+                    clEnqueueMapBuffer(
+                        i.h,
+                        b,
+                        blocking_map,
+                        map_flags,
+                        offset,
+                        size,
+                        n,
+                        wl,
+                        ev,
+                        err
+                    )
+                ))
+            })
+        },
+    )
 }
 
-/// clEnqueueWriteBufferRect: STUB, not yet forwarded.
-pub fn enqueue_write_buffer_rect(_command_queue: cl_command_queue, _buffer: cl_mem, _blocking_write: cl_bool, _buffer_origin: *const usize, _host_origin: *const usize, _region: *const usize, _buffer_row_pitch: usize, _buffer_slice_pitch: usize, _host_row_pitch: usize, _host_slice_pitch: usize, _ptr: *const c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_map_image(
+    command_queue: cl_command_queue,
+    image: cl_mem,
+    blocking_map: cl_bool,
+    map_flags: cl_map_flags,
+    origin: *const usize,
+    region: *const usize,
+    image_row_pitch: *mut usize,
+    image_slice_pitch: *mut usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<*mut c_void> {
+    let q = queue(command_queue)?;
+    let m = mem(q, image)?;
+    submit(
+        q,
+        num_events_in_wait_list,
+        event_wait_list,
+        event,
+        |i, n, wl, ev| {
+            with_errcode(|err| {
+                Ok(vcall!(
+                    i.vt,
+                    clEnqueueMapImage(
+                        i.h,
+                        m,
+                        blocking_map,
+                        map_flags,
+                        origin,
+                        region,
+                        image_row_pitch,
+                        image_slice_pitch,
+                        n,
+                        wl,
+                        ev,
+                        err
+                    )
+                ))
+            })
+        },
+    )
 }
 
-/// clEnqueueCopyBufferRect: STUB, not yet forwarded.
-pub fn enqueue_copy_buffer_rect(_command_queue: cl_command_queue, _src_buffer: cl_mem, _dst_buffer: cl_mem, _src_origin: *const usize, _dst_origin: *const usize, _region: *const usize, _src_row_pitch: usize, _src_slice_pitch: usize, _dst_row_pitch: usize, _dst_slice_pitch: usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_unmap_mem_object(
+    command_queue: cl_command_queue,
+    memobj: cl_mem,
+    mapped_ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let m = mem(q, memobj)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueUnmapMemObject(m, mapped_ptr)
+    )
 }
 
-/// clEnqueueFillBuffer: STUB, not yet forwarded.
-pub fn enqueue_fill_buffer(_command_queue: cl_command_queue, _buffer: cl_mem, _pattern: *const c_void, _pattern_size: usize, _offset: usize, _size: usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_ndrange_kernel(
+    command_queue: cl_command_queue,
+    kernel_h: cl_kernel,
+    work_dim: cl_uint,
+    global_work_offset: *const usize,
+    global_work_size: *const usize,
+    local_work_size: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let k = kernel(q, kernel_h)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueNDRangeKernel(
+            k,
+            work_dim,
+            global_work_offset,
+            global_work_size,
+            local_work_size
+        )
+    )
 }
 
-/// clEnqueueFillImage: STUB, not yet forwarded.
-pub fn enqueue_fill_image(_command_queue: cl_command_queue, _image: cl_mem, _fill_color: *const c_void, _origin: *const usize, _region: *const usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_task(
+    command_queue: cl_command_queue,
+    kernel_h: cl_kernel,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let k = kernel(q, kernel_h)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueTask(k)
+    )
 }
 
-/// clEnqueueMigrateMemObjects: STUB, not yet forwarded.
-pub fn enqueue_migrate_mem_objects(_command_queue: cl_command_queue, _num_mem_objects: cl_uint, _mem_objects: *const cl_mem, _flags: cl_mem_migration_flags, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// The application's native-kernel argument block with the inner handle of `mems[i]`
+/// written at each `locs[i]` (addresses inside the application's block), and the same
+/// locations inside the copy.
+fn native_args(
+    args: *mut c_void,
+    cb_args: usize,
+    locs: &[*const c_void],
+    mems: &[cl_mem],
+) -> CLResult<(Vec<u8>, Vec<*const c_void>)> {
+    let mut copy = slice(args as *const u8, cb_args)?.to_vec();
+    let width = std::mem::size_of::<cl_mem>();
+    let mut offsets = Vec::with_capacity(locs.len());
+    for (&loc, m) in locs.iter().zip(mems) {
+        // A location outside the block would make the vendor write outside its copy.
+        let off = (loc as usize)
+            .checked_sub(args as usize)
+            .filter(|o| o.checked_add(width).is_some_and(|end| end <= cb_args))
+            .ok_or(CL_INVALID_VALUE)?;
+        copy[off..off + width].copy_from_slice(bytes_of(m));
+        offsets.push(off);
+    }
+    let base = copy.as_ptr();
+    let inner_locs = offsets
+        .iter()
+        .map(|&o| base.wrapping_add(o) as *const c_void)
+        .collect();
+    Ok((copy, inner_locs))
 }
 
-/// clEnqueueMarkerWithWaitList: STUB, not yet forwarded.
-pub fn enqueue_marker_with_wait_list(_command_queue: cl_command_queue, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_native_kernel(
+    command_queue: cl_command_queue,
+    user_func: NativeFn,
+    args: *mut c_void,
+    cb_args: usize,
+    num_mem_objects: cl_uint,
+    mem_list: *const cl_mem,
+    args_mem_loc: *mut *const c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let n = num_mem_objects as usize;
+    // "CL_INVALID_VALUE if user_func is NULL."
+    // "CL_INVALID_VALUE if args is a NULL value and cb_args > 0, or if args is a NULL value
+    // and num_mem_objects > 0."
+    // "CL_INVALID_VALUE if args is not NULL and cb_args is 0."
+    // "CL_INVALID_VALUE if num_mem_objects > 0 and mem_list or args_mem_loc are NULL."
+    // "CL_INVALID_VALUE if num_mem_objects = 0 and mem_list or args_mem_loc are not NULL."
+    if user_func.is_none()
+        || (args.is_null() && (cb_args > 0 || n > 0))
+        || (!args.is_null() && cb_args == 0)
+        || (n > 0 && (mem_list.is_null() || args_mem_loc.is_null()))
+        || (n == 0 && (!mem_list.is_null() || !args_mem_loc.is_null()))
+    {
+        return Err(CL_INVALID_VALUE);
+    }
+    let inner_mems = mems(q, num_mem_objects, mem_list)?;
+    let locs = slice(args_mem_loc as *const *const c_void, n)?;
+    let (mut copy, inner_locs) = native_args(args, cb_args, locs, &inner_mems)?;
+    let args_ptr = if args.is_null() {
+        args
+    } else {
+        copy.as_mut_ptr() as *mut c_void
+    };
+    // The vendor copies the block during the call ("The data pointed to by args and cb_args
+    // bytes in size will be copied"), so ours may go when it returns.
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueNativeKernel(
+            user_func,
+            args_ptr,
+            cb_args,
+            num_mem_objects,
+            ptr_or_null(&inner_mems),
+            ptr_or_null(&inner_locs) as *mut *const c_void
+        )
+    )
 }
 
-/// clEnqueueBarrierWithWaitList: STUB, not yet forwarded.
-pub fn enqueue_barrier_with_wait_list(_command_queue: cl_command_queue, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_marker(command_queue: cl_command_queue, event: *mut cl_event) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    // "CL_INVALID_VALUE if event is NULL" is the vendor's to check.
+    submit_with(q, InnerEvents::empty(), event, |i, _, _, ev| {
+        vtry!(i.vt, clEnqueueMarker(i.h, ev))
+    })
 }
 
-/// clEnqueueSVMFree: STUB, not yet forwarded.
-pub fn enqueue_svm_free(_command_queue: cl_command_queue, _num_svm_pointers: cl_uint, _svm_pointers: *mut *mut c_void, _pfn_free_func: Option< unsafe extern "C" fn( queue: cl_command_queue, _num_svm_pointers: cl_uint, _svm_pointers: *mut *mut c_void, _user_data: *mut c_void, ), >, _user_data: *mut c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_wait_for_events(
+    command_queue: cl_command_queue,
+    num_events: cl_uint,
+    event_list: *const cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let list = InnerEvents::event_list(num_events, event_list)?;
+    // This 1.0 command is exactly a barrier on its list ("a wait for a specific event or a
+    // list of events to complete before any future commands queued in the command-queue
+    // are executed"), and its 1.2 replacement is what vendors implement: PoCL aborts the
+    // process on clEnqueueWaitForEvents itself. So the replacement is used when present.
+    submit_with(q, list, std::ptr::null_mut(), |i, n, wl, _| {
+        match i.vt.clEnqueueBarrierWithWaitList {
+            Some(_) => vtry!(
+                i.vt,
+                clEnqueueBarrierWithWaitList(i.h, n, wl, std::ptr::null_mut())
+            ),
+            None => vtry!(i.vt, clEnqueueWaitForEvents(i.h, n, wl)),
+        }
+    })
 }
 
-/// clEnqueueSVMMemcpy: STUB, not yet forwarded.
-pub fn enqueue_svm_memcpy(_command_queue: cl_command_queue, _blocking_copy: cl_bool, _dst_ptr: *mut c_void, _src_ptr: *const c_void, _size: usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_barrier(command_queue: cl_command_queue) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    submit_with(
+        q,
+        InnerEvents::empty(),
+        std::ptr::null_mut(),
+        |i, _, _, _| vtry!(i.vt, clEnqueueBarrier(i.h)),
+    )
 }
 
-/// clEnqueueSVMMemFill: STUB, not yet forwarded.
-pub fn enqueue_svm_mem_fill(_command_queue: cl_command_queue, _svm_ptr: *mut c_void, _pattern: *const c_void, _pattern_size: usize, _size: usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_read_buffer_rect(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_read: cl_bool,
+    buffer_origin: *const usize,
+    host_origin: *const usize,
+    region: *const usize,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let b = mem(q, buffer)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueReadBufferRect(
+            b,
+            blocking_read,
+            buffer_origin,
+            host_origin,
+            region,
+            buffer_row_pitch,
+            buffer_slice_pitch,
+            host_row_pitch,
+            host_slice_pitch,
+            ptr
+        )
+    )
 }
 
-/// clEnqueueSVMMap: STUB, not yet forwarded.
-pub fn enqueue_svm_map(_command_queue: cl_command_queue, _blocking_map: cl_bool, _flags: cl_map_flags, _svm_ptr: *mut c_void, _size: usize, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_write_buffer_rect(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    blocking_write: cl_bool,
+    buffer_origin: *const usize,
+    host_origin: *const usize,
+    region: *const usize,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    ptr: *const c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let b = mem(q, buffer)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueWriteBufferRect(
+            b,
+            blocking_write,
+            buffer_origin,
+            host_origin,
+            region,
+            buffer_row_pitch,
+            buffer_slice_pitch,
+            host_row_pitch,
+            host_slice_pitch,
+            ptr
+        )
+    )
 }
 
-/// clEnqueueSVMUnmap: STUB, not yet forwarded.
-pub fn enqueue_svm_unmap(_command_queue: cl_command_queue, _svm_ptr: *mut c_void, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_copy_buffer_rect(
+    command_queue: cl_command_queue,
+    src_buffer: cl_mem,
+    dst_buffer: cl_mem,
+    src_origin: *const usize,
+    dst_origin: *const usize,
+    region: *const usize,
+    src_row_pitch: usize,
+    src_slice_pitch: usize,
+    dst_row_pitch: usize,
+    dst_slice_pitch: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let (s, d) = (mem(q, src_buffer)?, mem(q, dst_buffer)?);
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueCopyBufferRect(
+            s,
+            d,
+            src_origin,
+            dst_origin,
+            region,
+            src_row_pitch,
+            src_slice_pitch,
+            dst_row_pitch,
+            dst_slice_pitch
+        )
+    )
 }
 
-/// clEnqueueSVMMigrateMem: STUB, not yet forwarded.
-pub fn enqueue_svm_migrate_mem(_command_queue: cl_command_queue, _num_svm_pointers: cl_uint, _svm_pointers: *mut *const c_void, _sizes: *const usize, _flags: cl_mem_migration_flags, _num_events_in_wait_list: cl_uint, _event_wait_list: *const cl_event, _event: *mut cl_event) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn enqueue_fill_buffer(
+    command_queue: cl_command_queue,
+    buffer: cl_mem,
+    pattern: *const c_void,
+    pattern_size: usize,
+    offset: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let b = mem(q, buffer)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueFillBuffer(b, pattern, pattern_size, offset, size)
+    )
+}
+
+pub fn enqueue_fill_image(
+    command_queue: cl_command_queue,
+    image: cl_mem,
+    fill_color: *const c_void,
+    origin: *const usize,
+    region: *const usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    let m = mem(q, image)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueFillImage(m, fill_color, origin, region)
+    )
+}
+
+pub fn enqueue_migrate_mem_objects(
+    command_queue: cl_command_queue,
+    num_mem_objects: cl_uint,
+    mem_objects: *const cl_mem,
+    flags: cl_mem_migration_flags,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    // "CL_INVALID_VALUE if num_mem_objects is zero or if mem_objects is NULL."
+    if num_mem_objects == 0 || mem_objects.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    let list = mems(q, num_mem_objects, mem_objects)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueMigrateMemObjects(num_mem_objects, list.as_ptr(), flags)
+    )
+}
+
+pub fn enqueue_marker_with_wait_list(
+    command_queue: cl_command_queue,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueMarkerWithWaitList()
+    )
+}
+
+pub fn enqueue_barrier_with_wait_list(
+    command_queue: cl_command_queue,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueBarrierWithWaitList()
+    )
+}
+
+pub fn enqueue_svm_free(
+    command_queue: cl_command_queue,
+    num_svm_pointers: cl_uint,
+    svm_pointers: *mut *mut c_void,
+    pfn_free_func: Option<SvmFreeNotify>,
+    user_data: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    // SVM pointers are plain addresses: they pass through. The callback, when given, goes
+    // through the trampoline so it receives the application's queue.
+    let data =
+        pfn_free_func.map(|f| Callback::<Queue, SvmFreeNotify>::into_raw(q.hold(), f, user_data));
+    let (cb, ud): (Option<SvmFreeNotify>, _) = match data {
+        Some(d) => (Some(svm_free_notify), d),
+        None => (None, user_data),
+    };
+    let r = submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueSVMFree(num_svm_pointers, svm_pointers, cb, ud)
+    );
+    match (r, data) {
+        (Err(_), Some(d)) => {
+            // SAFETY: the vendor refused the command, so it will never call back with `d`.
+            unsafe { Callback::<Queue, SvmFreeNotify>::discard(d) };
+        }
+        // The pointers are the vendor's to free now. (If the command already ran and
+        // another thread's clSVMAlloc got the same address back in this instant, that
+        // record would be dropped too: a narrow race, accepted for now.)
+        (Ok(()), _) => slice(
+            svm_pointers as *const *mut c_void,
+            num_svm_pointers as usize,
+        )?
+        .iter()
+        .for_each(|&p| crate::api::mem::svm_forget(p)),
+        _ => {}
+    }
+    r
+}
+
+pub fn enqueue_svm_memcpy(
+    command_queue: cl_command_queue,
+    blocking_copy: cl_bool,
+    dst_ptr: *mut c_void,
+    src_ptr: *const c_void,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueSVMMemcpy(blocking_copy, dst_ptr, src_ptr, size)
+    )
+}
+
+pub fn enqueue_svm_mem_fill(
+    command_queue: cl_command_queue,
+    svm_ptr: *mut c_void,
+    pattern: *const c_void,
+    pattern_size: usize,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueSVMMemFill(svm_ptr, pattern, pattern_size, size)
+    )
+}
+
+pub fn enqueue_svm_map(
+    command_queue: cl_command_queue,
+    blocking_map: cl_bool,
+    flags: cl_map_flags,
+    svm_ptr: *mut c_void,
+    size: usize,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueSVMMap(blocking_map, flags, svm_ptr, size)
+    )
+}
+
+pub fn enqueue_svm_unmap(
+    command_queue: cl_command_queue,
+    svm_ptr: *mut c_void,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueSVMUnmap(svm_ptr)
+    )
+}
+
+pub fn enqueue_svm_migrate_mem(
+    command_queue: cl_command_queue,
+    num_svm_pointers: cl_uint,
+    svm_pointers: *mut *const c_void,
+    sizes: *const usize,
+    flags: cl_mem_migration_flags,
+    num_events_in_wait_list: cl_uint,
+    event_wait_list: *const cl_event,
+    event: *mut cl_event,
+) -> CLResult<()> {
+    let q = queue(command_queue)?;
+    submit!(
+        q,
+        (num_events_in_wait_list, event_wait_list, event),
+        clEnqueueSVMMigrateMem(num_svm_pointers, svm_pointers, sizes, flags)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn native_args_writes_inner_handles_inside_the_copy() {
+        let mut block = [0u64; 4];
+        let base = block.as_mut_ptr() as *mut c_void;
+        let locs = [
+            block[1..].as_ptr() as *const c_void,
+            block[3..].as_ptr() as *const c_void,
+        ];
+        let mems = [0x1111 as cl_mem, 0x2222 as cl_mem];
+        let (copy, inner) = native_args(base, 32, &locs, &mems).unwrap();
+        assert_eq!(&copy[8..16], &0x1111u64.to_ne_bytes());
+        assert_eq!(&copy[24..32], &0x2222u64.to_ne_bytes());
+        assert_eq!(inner[0] as usize - copy.as_ptr() as usize, 8);
+        assert_eq!(inner[1] as usize - copy.as_ptr() as usize, 24);
+        assert_eq!(block, [0; 4], "the application's block is left alone");
+    }
+
+    #[test]
+    fn native_args_rejects_locations_outside_the_block() {
+        let mut block = [0u64; 2];
+        let base = block.as_mut_ptr() as *mut c_void;
+        let outside = [block[1..].as_ptr().wrapping_add(1) as *const c_void];
+        assert_eq!(
+            native_args(base, 16, &outside, &[std::ptr::null_mut()]).err(),
+            Some(CL_INVALID_VALUE)
+        );
+        let straddling = [(base as usize + 12) as *const c_void];
+        assert_eq!(
+            native_args(base, 16, &straddling, &[std::ptr::null_mut()]).err(),
+            Some(CL_INVALID_VALUE)
+        );
+        let before = [(base as usize - 8) as *const c_void];
+        assert_eq!(
+            native_args(base, 16, &before, &[std::ptr::null_mut()]).err(),
+            Some(CL_INVALID_VALUE)
+        );
+    }
 }

@@ -38,7 +38,12 @@ pub fn get_event_info(
     let answer = match param_name {
         // "Return the command-queue associated with event. For user event objects, a NULL
         // value is returned."
-        CL_EVENT_COMMAND_QUEUE => bytes_of(&e.queue.as_ref().map_or(std::ptr::null_mut(), |q| q.handle())).to_vec(),
+        CL_EVENT_COMMAND_QUEUE => bytes_of(
+            &e.queue
+                .as_ref()
+                .map_or(std::ptr::null_mut(), |q| q.handle()),
+        )
+        .to_vec(),
         CL_EVENT_CONTEXT => bytes_of(&e.context.handle()).to_vec(),
         _ => fetch_info(|s, v, r| match e.inner.vt.clGetEventInfo {
             // SAFETY: the vendor's query on its own event, buffers sized by fetch_info.
@@ -67,7 +72,16 @@ pub fn get_event_profiling_info(
     // "CL_INVALID_EVENT if event is a not a valid event object."
     let e = Obj::<Event>::check(event)?.get();
     // Profiling values are plain numbers: the vendor writes them straight to the app.
-    vtry!(e.inner.vt, clGetEventProfilingInfo(e.inner.h, param_name, param_value_size, param_value, param_value_size_ret))
+    vtry!(
+        e.inner.vt,
+        clGetEventProfilingInfo(
+            e.inner.h,
+            param_name,
+            param_value_size,
+            param_value,
+            param_value_size_ret
+        )
+    )
 }
 
 pub fn set_event_callback(
@@ -83,7 +97,15 @@ pub fn set_event_callback(
     let f = pfn_notify.ok_or(CL_INVALID_VALUE)?;
     let data = Callback::<Event, EventNotify>::into_raw(o.hold(), f, user_data);
     let e = o.get();
-    let r = vtry!(e.inner.vt, clSetEventCallback(e.inner.h, command_exec_callback_type, Some(event_notify), data));
+    let r = vtry!(
+        e.inner.vt,
+        clSetEventCallback(
+            e.inner.h,
+            command_exec_callback_type,
+            Some(event_notify),
+            data
+        )
+    );
     if r.is_err() {
         // SAFETY: the vendor refused, so it will never call back with `data`.
         unsafe { Callback::<Event, EventNotify>::discard(data) };
@@ -94,13 +116,24 @@ pub fn set_event_callback(
 pub fn create_user_event(context: cl_context) -> CLResult<cl_event> {
     // "CL_INVALID_CONTEXT if context is not a valid context."
     let c = Obj::<Context>::check(context)?;
-    let inner = c.get().inner.child(vcreate!(c.get().inner.vt, clCreateUserEvent(c.get().inner.h))?);
-    Ok(new_obj(Event { inner, context: c.hold(), queue: None }).handle())
+    let inner = c.get().inner.child(vcreate!(
+        c.get().inner.vt,
+        clCreateUserEvent(c.get().inner.h)
+    )?);
+    Ok(new_obj(Event {
+        inner,
+        context: c.hold(),
+        queue: None,
+    })
+    .handle())
 }
 
 pub fn set_user_event_status(event: cl_event, execution_status: cl_int) -> CLResult<()> {
     // "CL_INVALID_EVENT if event is not a valid user event object." (user or not is the
     // vendor's to check)
     let e = Obj::<Event>::check(event)?.get();
-    vtry!(e.inner.vt, clSetUserEventStatus(e.inner.h, execution_status))
+    vtry!(
+        e.inner.vt,
+        clSetUserEventStatus(e.inner.h, execution_status)
+    )
 }

@@ -1,71 +1,493 @@
-//! `kernel` entry points.
+//! Kernel entry points.
+//!
+//! A kernel holds its program. At creation the vendor's argument metadata says which
+//! arguments are memory objects, samplers or queues ([`ArgKind`]); `clSetKernelArg`
+//! replaces those handles by the inner ones and keeps the wrapped objects alive while
+//! they are set ([`HeldArg`]). `CL_KERNEL_CONTEXT` and `CL_KERNEL_PROGRAM` are answered
+//! with the application's own wrappers.
 
 use crate::core::cl::*;
 use std::ffi::{c_char, c_void};
+use std::sync::Mutex;
 
+use crate::api::device::read_handle;
+use crate::core::args::{bytes_of, write_info};
 use crate::core::error::CLResult;
+use crate::core::forward::{fetch_info, fetch_scalar, info_string, Inner};
+use crate::core::handle::{new_obj, Obj};
+use crate::core::objects::{ArgKind, HeldArg, Kernel, Mem, Program, Queue, Sampler};
+use crate::core::platform::Device;
+use crate::core::refcount;
+use crate::{vcall, vcreate, vtry};
 
-/// clCreateKernel: STUB, not yet forwarded.
-pub fn create_kernel(_program: cl_program, _kernel_name: *const c_char) -> CLResult<cl_kernel> {
-    Err(CL_INVALID_OPERATION)
+/// "CL_INVALID_KERNEL if kernel is not a valid kernel object."
+fn check(kernel: cl_kernel) -> CLResult<&'static Obj<Kernel>> {
+    Obj::<Kernel>::check(kernel)
 }
 
-/// clRetainKernel: STUB, not yet forwarded.
-pub fn retain_kernel(_kernel: cl_kernel) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// Wraps a kernel the vendor created from `program`, reading its argument metadata.
+pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static Obj<Kernel> {
+    let inner = program.get().inner.child(inner);
+    let arg_kinds = arg_kinds(&inner);
+    let held_args = Mutex::new(vec![None; arg_kinds.len()]);
+    new_obj(Kernel {
+        inner,
+        program: program.hold(),
+        held_args,
+        arg_kinds,
+    })
 }
 
-/// clReleaseKernel: STUB, not yet forwarded.
-pub fn release_kernel(_kernel: cl_kernel) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// One `clGetKernelArgInfo` query on a fresh kernel, read whole.
+fn arg_info(k: &Inner<cl_kernel>, index: cl_uint, name: cl_kernel_arg_info) -> CLResult<Vec<u8>> {
+    fetch_info(|s, v, r| match k.vt.clGetKernelArgInfo {
+        // SAFETY: the vendor's query on its own kernel, buffers sized by fetch_info.
+        Some(f) => unsafe { f(k.h, index, name, s, v, r) },
+        None => CL_INVALID_OPERATION,
+    })
 }
 
-/// clSetKernelArg: STUB, not yet forwarded.
-pub fn set_kernel_arg(_kernel: cl_kernel, _arg_index: cl_uint, _arg_size: usize, _arg_value: *const c_void) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// Classifies every argument. The vendor may have no metadata (programs built without
+/// `-cl-kernel-arg-info`): such arguments are `Unknown` and probed when set.
+fn arg_kinds(k: &Inner<cl_kernel>) -> Box<[ArgKind]> {
+    let n: cl_uint = fetch_scalar(|s, v, r| match k.vt.clGetKernelInfo {
+        // SAFETY: the vendor's query on its own kernel, into a cl_uint.
+        Some(f) => unsafe { f(k.h, CL_KERNEL_NUM_ARGS, s, v, r) },
+        None => CL_INVALID_OPERATION,
+    })
+    .unwrap_or(0);
+    (0..n).map(|i| classify(k, i)).collect()
 }
 
-/// clGetKernelInfo: STUB, not yet forwarded.
-pub fn get_kernel_info(_kernel: cl_kernel, _param_name: cl_kernel_info, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+fn classify(k: &Inner<cl_kernel>, i: cl_uint) -> ArgKind {
+    let Ok(address) = arg_info(k, i, CL_KERNEL_ARG_ADDRESS_QUALIFIER) else {
+        return ArgKind::Unknown;
+    };
+    let address: cl_kernel_arg_address_qualifier = read_handle(&address);
+    match address {
+        CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT => return ArgKind::Mem,
+        CL_KERNEL_ARG_ADDRESS_LOCAL => return ArgKind::Plain,
+        _ => {}
+    }
+    // Private: images, pipes, samplers and queues are opaque types passed by handle
+    // (vendors differ on whether an image reports global or private).
+    let qualifier = arg_info(k, i, CL_KERNEL_ARG_TYPE_QUALIFIER)
+        .map(|q| read_handle::<cl_kernel_arg_type_qualifier>(&q));
+    if qualifier.is_ok_and(|q| q & CL_KERNEL_ARG_TYPE_PIPE != 0) {
+        return ArgKind::Mem;
+    }
+    let Ok(raw) = arg_info(k, i, CL_KERNEL_ARG_TYPE_NAME) else {
+        return ArgKind::Unknown;
+    };
+    type_kind(&info_string(&raw))
 }
 
-/// clGetKernelWorkGroupInfo: STUB, not yet forwarded.
-pub fn get_kernel_work_group_info(_kernel: cl_kernel, _device: cl_device_id, _param_name: cl_kernel_work_group_info, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// The kind of a private argument from its type name (`image2d_t`, `sampler_t`, ...).
+fn type_kind(name: &str) -> ArgKind {
+    let words = name.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+    for w in words {
+        match w {
+            "sampler_t" => return ArgKind::Sampler,
+            "queue_t" => return ArgKind::Queue,
+            "pipe" => return ArgKind::Mem,
+            w if w.starts_with("image") && w.ends_with("_t") => return ArgKind::Mem,
+            _ => {}
+        }
+    }
+    ArgKind::Plain
 }
 
-/// clGetKernelArgInfo: STUB, not yet forwarded.
-pub fn get_kernel_arg_info(_kernel: cl_kernel, _arg_index: cl_uint, _param_name: cl_kernel_arg_info, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn create_kernel(program: cl_program, kernel_name: *const c_char) -> CLResult<cl_kernel> {
+    // "CL_INVALID_PROGRAM if program is not a valid program object."
+    let o = Obj::<Program>::check(program)?;
+    let p = o.get();
+    // The name is plain text: the vendor validates it (NULL, unknown name).
+    let h = vcreate!(p.inner.vt, clCreateKernel(p.inner.h, kernel_name))?;
+    Ok(wrap_kernel(o, h).handle())
 }
 
-/// clSetKernelArgSVMPointer: STUB, not yet forwarded.
-pub fn set_kernel_arg_svm_pointer(_kernel: cl_kernel, _arg_index: cl_uint, _arg_value: *const c_void) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
+    let k = check(source_kernel)?.get();
+    let h = vcreate!(k.inner.vt, clCloneKernel(k.inner.h))?;
+    // The vendor copies the argument values (inner handles), so the clone holds the same
+    // wrapped objects.
+    let held = k
+        .held_args
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    Ok(new_obj(Kernel {
+        inner: k.inner.child(h),
+        program: k.program.clone(),
+        held_args: Mutex::new(held),
+        arg_kinds: k.arg_kinds.clone(),
+    })
+    .handle())
 }
 
-/// clSetKernelExecInfo: STUB, not yet forwarded.
-pub fn set_kernel_exec_info(_kernel: cl_kernel, _param_name: cl_kernel_exec_info, _param_value_size: usize, _param_value: *const c_void) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn retain_kernel(kernel: cl_kernel) -> CLResult<()> {
+    refcount::retain::<Kernel>(kernel, |k| vtry!(k.inner.vt, clRetainKernel(k.inner.h)))
 }
 
-/// clGetKernelSubGroupInfoKHR: STUB, not yet forwarded.
-pub fn get_kernel_sub_group_info_khr(_in_kernel: cl_kernel, _in_device: cl_device_id, _param_name: cl_kernel_sub_group_info, _input_value_size: usize, _input_value: *const c_void, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn release_kernel(kernel: cl_kernel) -> CLResult<()> {
+    refcount::release::<Kernel>(kernel, |k| vtry!(k.inner.vt, clReleaseKernel(k.inner.h)))
 }
 
-/// clCloneKernel: STUB, not yet forwarded.
-pub fn clone_kernel(_source_kernel: cl_kernel) -> CLResult<cl_kernel> {
-    Err(CL_INVALID_OPERATION)
+/// A wrapped object found in an argument value (not yet held).
+#[derive(Clone, Copy)]
+enum Found {
+    Mem(&'static Obj<Mem>),
+    Sampler(&'static Obj<Sampler>),
+    Queue(&'static Obj<Queue>),
 }
 
-/// clGetKernelSubGroupInfo: STUB, not yet forwarded.
-pub fn get_kernel_sub_group_info(_kernel: cl_kernel, _device: cl_device_id, _param_name: cl_kernel_sub_group_info, _input_value_size: usize, _input_value: *const c_void, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+impl Found {
+    fn inner(self) -> *mut c_void {
+        match self {
+            Found::Mem(o) => o.get().inner.h,
+            Found::Sampler(o) => o.get().inner.h,
+            Found::Queue(o) => o.get().inner.h,
+        }
+    }
+
+    /// Whether `held` already holds this object (setting the same handle again, the
+    /// common case in a launch loop, then costs no reference-count traffic).
+    fn is(self, held: &Option<HeldArg>) -> bool {
+        match (self, held) {
+            (Found::Mem(o), Some(HeldArg::Mem(r))) => std::ptr::eq(o, &**r),
+            (Found::Sampler(o), Some(HeldArg::Sampler(r))) => std::ptr::eq(o, &**r),
+            (Found::Queue(o), Some(HeldArg::Queue(r))) => std::ptr::eq(o, &**r),
+            _ => false,
+        }
+    }
+
+    fn hold(self) -> HeldArg {
+        match self {
+            Found::Mem(o) => HeldArg::Mem(o.hold()),
+            Found::Sampler(o) => HeldArg::Sampler(o.hold()),
+            Found::Queue(o) => HeldArg::Queue(o.hold()),
+        }
+    }
 }
 
-/// clGetKernelSuggestedLocalWorkSize: STUB, not yet forwarded.
-pub fn get_kernel_suggested_local_work_size(_command_queue: cl_command_queue, _kernel: cl_kernel, _work_dim: cl_uint, _global_work_offset: *const usize, _global_work_size: *const usize, _suggested_local_work_size: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// Records what argument `index` now holds (the vendor accepted it). The vector was
+/// sized at creation, so this does not allocate; the old hold is dropped unlocked.
+fn set_held(k: &Kernel, index: cl_uint, value: Option<Found>) {
+    let old = {
+        let mut held = k.held_args.lock().unwrap_or_else(|e| e.into_inner());
+        let i = index as usize;
+        if i >= held.len() {
+            if value.is_none() {
+                return;
+            }
+            // More arguments than the metadata said: grow (never on a normal path).
+            held.resize(i + 1, None);
+        }
+        match value {
+            Some(f) if f.is(&held[i]) => None,
+            _ => std::mem::replace(&mut held[i], value.map(Found::hold)),
+        }
+    };
+    drop(old);
+}
+
+/// The wrapped object an argument value names, or `Ok(None)` when the value is data.
+fn unwrap_arg(kind: ArgKind, raw: *mut c_void) -> CLResult<Option<Found>> {
+    let mem = || Obj::<Mem>::check(raw as cl_mem).map(Found::Mem);
+    let sampler = || Obj::<Sampler>::check(raw as cl_sampler).map(Found::Sampler);
+    let queue = || Obj::<Queue>::check(raw as cl_command_queue).map(Found::Queue);
+    match kind {
+        ArgKind::Plain => Ok(None),
+        // "CL_INVALID_MEM_OBJECT for an argument declared to be a memory object when the
+        // specified arg_value is not a valid memory object."
+        ArgKind::Mem => mem().map(Some),
+        // "CL_INVALID_SAMPLER for an argument declared to be of type sampler_t when the
+        // specified arg_value is not a valid sampler object."
+        ArgKind::Sampler => sampler().map(Some),
+        // "CL_INVALID_DEVICE_QUEUE for an argument declared to be of type queue_t when
+        // the specified arg_value is not a valid device queue object."
+        ArgKind::Queue => queue().map(Some).map_err(|_| CL_INVALID_DEVICE_QUEUE),
+        // No metadata: a handle iff it is a live wrapper (a pool membership test, which
+        // never dereferences a foreign pointer); anything else is data.
+        ArgKind::Unknown => Ok(mem().or_else(|_| sampler()).or_else(|_| queue()).ok()),
+    }
+}
+
+pub fn set_kernel_arg(
+    kernel: cl_kernel,
+    arg_index: cl_uint,
+    arg_size: usize,
+    arg_value: *const c_void,
+) -> CLResult<()> {
+    let k = check(kernel)?.get();
+    // Past the metadata (or without it) the vendor judges the index; a value is probed.
+    let kind = k
+        .arg_kinds
+        .get(arg_index as usize)
+        .copied()
+        .unwrap_or(ArgKind::Unknown);
+    let forward = |value: *const c_void| {
+        vtry!(
+            k.inner.vt,
+            clSetKernelArg(k.inner.h, arg_index, arg_size, value)
+        )
+    };
+    if kind == ArgKind::Plain {
+        return forward(arg_value);
+    }
+    const HANDLE: usize = std::mem::size_of::<*mut c_void>();
+    if arg_size != HANDLE || arg_value.is_null() {
+        // "CL_INVALID_ARG_SIZE if ... the argument is a memory object and arg_size !=
+        // sizeof(cl_mem) ... or if the argument is a sampler and arg_size !=
+        // sizeof(cl_sampler)." (Checked here: such a value must not reach the vendor.)
+        if arg_size != HANDLE && kind != ArgKind::Unknown {
+            return Err(CL_INVALID_ARG_SIZE);
+        }
+        // Data of another size, or a NULL arg_value (a NULL buffer, or a `__local` size):
+        // nothing to unwrap, and nothing held any more.
+        forward(arg_value)?;
+        set_held(k, arg_index, None);
+        return Ok(());
+    }
+    // SAFETY: `arg_value` is non-NULL and points to `arg_size` == pointer-size bytes by the
+    // API's contract; read unaligned, since the application's storage need not be.
+    let raw = unsafe { (arg_value as *const *mut c_void).read_unaligned() };
+    // "If the argument is a buffer object, the arg_value pointer can be NULL or point to a
+    // NULL value": a NULL handle is forwarded as NULL.
+    let unwrapped = if raw.is_null() {
+        None
+    } else {
+        unwrap_arg(kind, raw)?
+    };
+    match unwrapped {
+        Some(found) => forward(&found.inner() as *const *mut c_void as *const c_void)?,
+        None => forward(arg_value)?,
+    }
+    set_held(k, arg_index, unwrapped);
+    Ok(())
+}
+
+pub fn set_kernel_arg_svm_pointer(
+    kernel: cl_kernel,
+    arg_index: cl_uint,
+    arg_value: *const c_void,
+) -> CLResult<()> {
+    let k = check(kernel)?.get();
+    // SVM pointers are plain addresses; the argument no longer holds a memory object.
+    vtry!(
+        k.inner.vt,
+        clSetKernelArgSVMPointer(k.inner.h, arg_index, arg_value)
+    )?;
+    set_held(k, arg_index, None);
+    Ok(())
+}
+
+pub fn set_kernel_exec_info(
+    kernel: cl_kernel,
+    param_name: cl_kernel_exec_info,
+    param_value_size: usize,
+    param_value: *const c_void,
+) -> CLResult<()> {
+    let k = check(kernel)?.get();
+    // CL_KERNEL_EXEC_INFO_SVM_PTRS and the fine-grain flag carry addresses and booleans,
+    // no handles: forwarded unchanged.
+    vtry!(
+        k.inner.vt,
+        clSetKernelExecInfo(k.inner.h, param_name, param_value_size, param_value)
+    )
+}
+
+pub fn get_kernel_info(
+    kernel: cl_kernel,
+    param_name: cl_kernel_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> CLResult<()> {
+    let k = check(kernel)?.get();
+    let handle = match param_name {
+        CL_KERNEL_CONTEXT => k.program.get().context.handle(),
+        CL_KERNEL_PROGRAM => k.program.handle(),
+        // Everything else is plain data: forwarded as is (this is a hot query).
+        _ => {
+            return vtry!(
+                k.inner.vt,
+                clGetKernelInfo(
+                    k.inner.h,
+                    param_name,
+                    param_value_size,
+                    param_value,
+                    param_value_size_ret
+                )
+            )
+        }
+    };
+    write_info(
+        param_value_size,
+        param_value,
+        param_value_size_ret,
+        bytes_of(&handle),
+    )
+}
+
+/// The kernel and the inner handle of an optional device: "device ... can be NULL if
+/// there is a single device associated with kernel" (the vendor decides that).
+fn kernel_and_device(
+    kernel: cl_kernel,
+    device: cl_device_id,
+) -> CLResult<(&'static Kernel, cl_device_id)> {
+    let k = check(kernel)?.get();
+    // "CL_INVALID_DEVICE if device is not in the list of devices associated with kernel".
+    let d = Obj::<Device>::check_opt(device)?.map_or(std::ptr::null_mut(), |d| d.get().inner.h);
+    Ok((k, d))
+}
+
+pub fn get_kernel_work_group_info(
+    kernel: cl_kernel,
+    device: cl_device_id,
+    param_name: cl_kernel_work_group_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> CLResult<()> {
+    let (k, d) = kernel_and_device(kernel, device)?;
+    vtry!(
+        k.inner.vt,
+        clGetKernelWorkGroupInfo(
+            k.inner.h,
+            d,
+            param_name,
+            param_value_size,
+            param_value,
+            param_value_size_ret
+        )
+    )
+}
+
+pub fn get_kernel_arg_info(
+    kernel: cl_kernel,
+    arg_index: cl_uint,
+    param_name: cl_kernel_arg_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> CLResult<()> {
+    let k = check(kernel)?.get();
+    vtry!(
+        k.inner.vt,
+        clGetKernelArgInfo(
+            k.inner.h,
+            arg_index,
+            param_name,
+            param_value_size,
+            param_value,
+            param_value_size_ret
+        )
+    )
+}
+
+/// Forwards `clGetKernelSubGroupInfo` and its KHR twin (same signature, own slots).
+macro_rules! sub_group_info {
+    ($name:ident, $slot:ident) => {
+        pub fn $name(
+            kernel: cl_kernel,
+            device: cl_device_id,
+            param_name: cl_kernel_sub_group_info,
+            input_value_size: usize,
+            input_value: *const c_void,
+            param_value_size: usize,
+            param_value: *mut c_void,
+            param_value_size_ret: *mut usize,
+        ) -> CLResult<()> {
+            let (k, d) = kernel_and_device(kernel, device)?;
+            // The input values (local sizes, sub-group counts) are plain numbers.
+            vtry!(
+                k.inner.vt,
+                $slot(
+                    k.inner.h,
+                    d,
+                    param_name,
+                    input_value_size,
+                    input_value,
+                    param_value_size,
+                    param_value,
+                    param_value_size_ret
+                )
+            )
+        }
+    };
+}
+
+sub_group_info!(get_kernel_sub_group_info, clGetKernelSubGroupInfo);
+sub_group_info!(get_kernel_sub_group_info_khr, clGetKernelSubGroupInfoKHR);
+
+type SuggestedLocalFn = unsafe extern "C" fn(
+    cl_command_queue,
+    cl_kernel,
+    cl_uint,
+    *const usize,
+    *const usize,
+    *mut usize,
+) -> cl_int;
+
+pub fn get_kernel_suggested_local_work_size(
+    command_queue: cl_command_queue,
+    kernel: cl_kernel,
+    work_dim: cl_uint,
+    global_work_offset: *const usize,
+    global_work_size: *const usize,
+    suggested_local_work_size: *mut usize,
+) -> CLResult<()> {
+    // "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid host command-queue."
+    let q = Obj::<Queue>::check(command_queue)?.get();
+    let k = check(kernel)?.get();
+    // cl_khr_suggested_local_work_size is an extension: its dispatch slot lies past the
+    // end of a 3.0 vendor's table, so the function is asked of the vendor by name.
+    let p = &q.device.get().platform.get().inner;
+    let f = vcall!(
+        p.vt,
+        clGetExtensionFunctionAddressForPlatform(
+            p.h,
+            c"clGetKernelSuggestedLocalWorkSizeKHR".as_ptr()
+        )
+    );
+    if f.is_null() {
+        return Err(CL_INVALID_OPERATION);
+    }
+    // SAFETY: the vendor's own function for this name, whose signature the extension fixes.
+    let f = unsafe { std::mem::transmute::<*mut c_void, SuggestedLocalFn>(f) };
+    // SAFETY: inner handles, and the application's size arrays passed through unchanged.
+    crate::core::error::check(unsafe {
+        f(
+            q.inner.h,
+            k.inner.h,
+            work_dim,
+            global_work_offset,
+            global_work_size,
+            suggested_local_work_size,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn private_argument_types() {
+        assert_eq!(type_kind("sampler_t"), ArgKind::Sampler);
+        assert_eq!(type_kind("queue_t"), ArgKind::Queue);
+        for img in [
+            "image2d_t",
+            "image1d_buffer_t",
+            "read_only image3d_t",
+            "image2d_array_depth_t",
+        ] {
+            assert_eq!(type_kind(img), ArgKind::Mem, "{img}");
+        }
+        assert_eq!(type_kind("pipe int"), ArgKind::Mem);
+        for plain in ["int", "float4", "struct my_image_t", "size_t", "imagery"] {
+            assert_eq!(type_kind(plain), ArgKind::Plain, "{plain}");
+        }
+    }
 }

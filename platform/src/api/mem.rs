@@ -444,14 +444,25 @@ pub fn svm_alloc(
     ptr
 }
 
-/// "If a NULL pointer is passed in svm_pointer, no action occurs." A bad context cannot
-/// be reported (the function returns void), so nothing reaches the vendor either.
+/// "If a NULL pointer is passed in svm_pointer, no action occurs." A bad context, or a
+/// pointer that is not an allocation of this context, cannot be reported (the function
+/// returns void); both are dropped here rather than handed to the vendor, whose behaviour
+/// on them is undefined.
 pub fn svm_free(context: cl_context, svm_pointer: *mut c_void) {
     let Ok(ctx) = check_context(context) else {
         tracing::debug!("softpreempt: clSVMFree with an invalid context ignored");
         return;
     };
     if svm_pointer.is_null() {
+        return;
+    }
+    let owned = svm_table()
+        .get(&(svm_pointer as usize))
+        .is_some_and(|r| std::ptr::eq::<Obj<Context>>(&*r.context, ctx));
+    if !owned {
+        tracing::debug!(
+            "softpreempt: clSVMFree of a pointer this context did not allocate ignored"
+        );
         return;
     }
     let c = ctx.get();

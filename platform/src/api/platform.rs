@@ -11,7 +11,11 @@ use crate::core::handle::Obj;
 use crate::core::platform::{platforms, slot_names, Platform};
 use crate::vcall;
 
-pub fn get_platform_ids(num_entries: cl_uint, out: *mut cl_platform_id, num_platforms: *mut cl_uint) -> CLResult<()> {
+pub fn get_platform_ids(
+    num_entries: cl_uint,
+    out: *mut cl_platform_id,
+    num_platforms: *mut cl_uint,
+) -> CLResult<()> {
     // "CL_INVALID_VALUE if num_entries is equal to zero and platforms is not NULL or if both
     // num_platforms and platforms are NULL."
     if (num_entries == 0 && !out.is_null()) || (out.is_null() && num_platforms.is_null()) {
@@ -42,7 +46,14 @@ fn inner_info(p: &Obj<Platform>, name: cl_platform_info) -> CLResult<Vec<u8>> {
     fetch_info(|s, v, r| vcall_info(i.vt, i.h, name, s, v, r))
 }
 
-fn vcall_info(vt: &cl_icd_dispatch, h: cl_platform_id, name: cl_platform_info, s: usize, v: *mut c_void, r: *mut usize) -> cl_int {
+fn vcall_info(
+    vt: &cl_icd_dispatch,
+    h: cl_platform_id,
+    name: cl_platform_info,
+    s: usize,
+    v: *mut c_void,
+    r: *mut usize,
+) -> cl_int {
     match vt.clGetPlatformInfo {
         // SAFETY: the vendor's own clGetPlatformInfo with its own platform handle and
         // buffers sized by the caller.
@@ -76,7 +87,11 @@ pub fn get_platform_info(
             let name = info_string(&inner_info(p, CL_PLATFORM_NAME)?);
             // Keep "OpenCL <major>.<minor> " as the spec requires, then say what we wrap.
             let mut parts = v.splitn(3, ' ');
-            let (ocl, num, rest) = (parts.next().unwrap_or("OpenCL"), parts.next().unwrap_or("1.2"), parts.next().unwrap_or(""));
+            let (ocl, num, rest) = (
+                parts.next().unwrap_or("OpenCL"),
+                parts.next().unwrap_or("1.2"),
+                parts.next().unwrap_or(""),
+            );
             string_bytes(&format!(
                 "{ocl} {num} SoftPreempt {} (wrapping {name}: {rest})",
                 env!("CARGO_PKG_VERSION")
@@ -103,7 +118,11 @@ pub fn filter_name_versions(raw: &[u8], add: &[&str]) -> Vec<cl_name_version> {
         .map(|i| {
             // SAFETY: `raw` holds `n` whole cl_name_version records written by the vendor;
             // read_unaligned because a Vec<u8> carries no alignment guarantee.
-            unsafe { (raw.as_ptr() as *const cl_name_version).add(i).read_unaligned() }
+            unsafe {
+                (raw.as_ptr() as *const cl_name_version)
+                    .add(i)
+                    .read_unaligned()
+            }
         })
         .filter(|nv| extensions::keep(&name_of(nv)))
         .collect();
@@ -111,7 +130,10 @@ pub fn filter_name_versions(raw: &[u8], add: &[&str]) -> Vec<cl_name_version> {
         if out.iter().any(|nv| name_of(nv) == *ext) {
             continue;
         }
-        let mut nv = cl_name_version { version: make_version(1, 0, 0), name: [0; CL_NAME_VERSION_MAX_NAME_SIZE] };
+        let mut nv = cl_name_version {
+            version: make_version(1, 0, 0),
+            name: [0; CL_NAME_VERSION_MAX_NAME_SIZE],
+        };
         for (d, s) in nv.name.iter_mut().zip(ext.bytes()) {
             *d = s as _;
         }
@@ -121,7 +143,12 @@ pub fn filter_name_versions(raw: &[u8], add: &[&str]) -> Vec<cl_name_version> {
 }
 
 fn name_of(nv: &cl_name_version) -> String {
-    let bytes: Vec<u8> = nv.name.iter().take_while(|&&c| c != 0).map(|&c| c as _).collect();
+    let bytes: Vec<u8> = nv
+        .name
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as _)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -162,7 +189,9 @@ fn lookup(name: &str, supported: impl Fn(&str) -> bool) -> *mut c_void {
 }
 
 fn platform_supports(p: &'static Obj<Platform>, ext: &str) -> bool {
-    let Ok(list) = inner_info(p, CL_PLATFORM_EXTENSIONS) else { return false };
+    let Ok(list) = inner_info(p, CL_PLATFORM_EXTENSIONS) else {
+        return false;
+    };
     let mut exts = info_string(&list);
     // Device-level extensions count too (sub-groups, fission, IL are often only there).
     if let Ok(devs) = crate::core::platform::root_devices(p) {
@@ -182,19 +211,33 @@ fn platform_supports(p: &'static Obj<Platform>, ext: &str) -> bool {
 }
 
 pub fn get_extension_function_address(func_name: *const c_char) -> *mut c_void {
-    let Ok(name) = c_str(func_name) else { return std::ptr::null_mut() };
+    let Ok(name) = c_str(func_name) else {
+        return std::ptr::null_mut();
+    };
     let name = name.to_string_lossy();
-    lookup(&name, |ext| platforms().iter().any(|p| platform_supports(p, ext)))
+    lookup(&name, |ext| {
+        platforms().iter().any(|p| platform_supports(p, ext))
+    })
 }
 
-pub fn get_extension_function_address_for_platform(platform: cl_platform_id, func_name: *const c_char) -> *mut c_void {
-    let Ok(p) = platform_arg(platform) else { return std::ptr::null_mut() };
-    let Ok(name) = c_str(func_name) else { return std::ptr::null_mut() };
+pub fn get_extension_function_address_for_platform(
+    platform: cl_platform_id,
+    func_name: *const c_char,
+) -> *mut c_void {
+    let Ok(p) = platform_arg(platform) else {
+        return std::ptr::null_mut();
+    };
+    let Ok(name) = c_str(func_name) else {
+        return std::ptr::null_mut();
+    };
     let name = name.to_string_lossy();
     lookup(&name, |ext| platform_supports(p, ext))
 }
 
 /// Checks an application list of platform handles (used by context properties).
-pub fn check_platforms(list: *const cl_platform_id, n: usize) -> CLResult<Vec<&'static Obj<Platform>>> {
+pub fn check_platforms(
+    list: *const cl_platform_id,
+    n: usize,
+) -> CLResult<Vec<&'static Obj<Platform>>> {
     slice(list, n)?.iter().map(|&h| platform_arg(h)).collect()
 }

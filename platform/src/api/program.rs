@@ -1,76 +1,552 @@
-//! `program` entry points.
+//! Program entry points.
+//!
+//! Programs hold their context and the devices their creation named. Device lists and
+//! input programs are unwrapped on the way in; `CL_PROGRAM_CONTEXT` and
+//! `CL_PROGRAM_DEVICES` are answered with the application's own wrappers. Build, compile
+//! and link notifications go through [`program_notify`], which hands the application its
+//! own program, including the one `clLinkProgram` creates (see [`Notify`]).
 
 use crate::core::cl::*;
 use std::ffi::{c_char, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
 
+use crate::api::kernel::wrap_kernel;
+use crate::core::args::{bytes_of, bytes_of_slice, set_out, write_info};
+use crate::core::callback::{once_obj, Callback, ObjNotify};
 use crate::core::error::CLResult;
+use crate::core::forward::{fetch_info, hold_list, unwrap_list};
+use crate::core::handle::{new_obj, Obj, Ref};
+use crate::core::objects::{Context, Program};
+use crate::core::platform::Device;
+use crate::core::refcount;
+use crate::{vcreate, vtry};
 
-/// clCreateProgramWithSource: STUB, not yet forwarded.
-pub fn create_program_with_source(_context: cl_context, _count: cl_uint, _strings: *mut *const c_char, _lengths: *const usize) -> CLResult<cl_program> {
-    Err(CL_INVALID_OPERATION)
+type NotifyFn = ObjNotify<cl_program>;
+
+/// "CL_INVALID_PROGRAM if program is not a valid program object."
+fn check(program: cl_program) -> CLResult<&'static Obj<Program>> {
+    Obj::<Program>::check(program)
 }
 
-/// clCreateProgramWithBinary: STUB, not yet forwarded.
-pub fn create_program_with_binary(_context: cl_context, _num_devices: cl_uint, _device_list: *const cl_device_id, _lengths: *const usize, _binaries: *mut *const ::core::ffi::c_uchar, _binary_status: *mut cl_int) -> CLResult<cl_program> {
-    Err(CL_INVALID_OPERATION)
+/// An application device list, checked and unwrapped.
+struct Devices {
+    inner: Vec<cl_device_id>,
+    held: Vec<Ref<Device>>,
 }
 
-/// clRetainProgram: STUB, not yet forwarded.
-pub fn retain_program(_program: cl_program) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+impl Devices {
+    /// What the vendor gets: NULL for an empty list, as the application passed it.
+    fn ptr(&self) -> *const cl_device_id {
+        if self.inner.is_empty() {
+            std::ptr::null()
+        } else {
+            self.inner.as_ptr()
+        }
+    }
+
+    fn len(&self) -> cl_uint {
+        self.inner.len() as cl_uint
+    }
 }
 
-/// clReleaseProgram: STUB, not yet forwarded.
-pub fn release_program(_program: cl_program) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+fn devices(n: cl_uint, list: *const cl_device_id) -> CLResult<Devices> {
+    // "CL_INVALID_VALUE if device_list is NULL and num_devices is greater than zero, or if
+    // device_list is not NULL and num_devices is zero." (clCreateProgramWithBinary and
+    // ...WithBuiltInKernels reject both, and (0, NULL) too: the vendor says so below.)
+    if (n == 0) != list.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // "CL_INVALID_DEVICE if any device in device_list is not a valid device" (the vendor
+    // checks membership in the context or program with the inner handles).
+    let held = hold_list::<Device>(n, list)?;
+    let inner = held.iter().map(|d| d.get().inner.h).collect();
+    Ok(Devices { inner, held })
 }
 
-/// clBuildProgram: STUB, not yet forwarded.
-pub fn build_program(_program: cl_program, _num_devices: cl_uint, _device_list: *const cl_device_id, _options: *const c_char, _pfn_notify: Option<unsafe extern "C" fn(program: cl_program, _user_data: *mut c_void)>, _user_data: *mut c_void) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// Wraps a program the vendor created in `ctx`. `devices` is what the creation named
+/// (empty: all of the context's devices).
+fn wrap_program(
+    ctx: &Obj<Context>,
+    inner: cl_program,
+    devices: Vec<Ref<Device>>,
+) -> &'static Obj<Program> {
+    let c = ctx.get();
+    let devices = if devices.is_empty() {
+        c.devices.clone()
+    } else {
+        devices
+    };
+    new_obj(Program {
+        inner: c.inner.child(inner),
+        context: ctx.hold(),
+        devices,
+    })
 }
 
-/// clGetProgramInfo: STUB, not yet forwarded.
-pub fn get_program_info(_program: cl_program, _param_name: cl_program_info, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// "CL_INVALID_CONTEXT if context is not a valid context."
+fn check_context(context: cl_context) -> CLResult<&'static Obj<Context>> {
+    Obj::<Context>::check(context)
 }
 
-/// clGetProgramBuildInfo: STUB, not yet forwarded.
-pub fn get_program_build_info(_program: cl_program, _device: cl_device_id, _param_name: cl_program_build_info, _param_value_size: usize, _param_value: *mut c_void, _param_value_size_ret: *mut usize) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// Lets `create` call the vendor with the context, and wraps the result.
+fn create(
+    ctx: &Obj<Context>,
+    devices: Vec<Ref<Device>>,
+    create: impl FnOnce(&Context) -> CLResult<cl_program>,
+) -> CLResult<cl_program> {
+    let h = create(ctx.get())?;
+    Ok(wrap_program(ctx, h, devices).handle())
 }
 
-/// clCreateKernelsInProgram: STUB, not yet forwarded.
-pub fn create_kernels_in_program(_program: cl_program, _num_kernels: cl_uint, _kernels: *mut cl_kernel, _num_kernels_ret: *mut cl_uint) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn create_program_with_source(
+    context: cl_context,
+    count: cl_uint,
+    strings: *mut *const c_char,
+    lengths: *const usize,
+) -> CLResult<cl_program> {
+    // The sources are plain text: the vendor reads and validates them.
+    create(check_context(context)?, Vec::new(), |c| {
+        vcreate!(
+            c.inner.vt,
+            clCreateProgramWithSource(c.inner.h, count, strings, lengths)
+        )
+    })
 }
 
-/// clCreateProgramWithBuiltInKernels: STUB, not yet forwarded.
-pub fn create_program_with_built_in_kernels(_context: cl_context, _num_devices: cl_uint, _device_list: *const cl_device_id, _kernel_names: *const c_char) -> CLResult<cl_program> {
-    Err(CL_INVALID_OPERATION)
+pub fn create_program_with_binary(
+    context: cl_context,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    lengths: *const usize,
+    binaries: *mut *const ::core::ffi::c_uchar,
+    binary_status: *mut cl_int,
+) -> CLResult<cl_program> {
+    let ctx = check_context(context)?;
+    let devs = devices(num_devices, device_list)?;
+    let ptr = devs.ptr();
+    create(ctx, devs.held, |c| {
+        vcreate!(
+            c.inner.vt,
+            clCreateProgramWithBinary(
+                c.inner.h,
+                num_devices,
+                ptr,
+                lengths,
+                binaries,
+                binary_status
+            )
+        )
+    })
 }
 
-/// clCompileProgram: STUB, not yet forwarded.
-pub fn compile_program(_program: cl_program, _num_devices: cl_uint, _device_list: *const cl_device_id, _options: *const c_char, _num_input_headers: cl_uint, _input_headers: *const cl_program, _header_include_names: *mut *const c_char, _pfn_notify: Option<unsafe extern "C" fn(program: cl_program, _user_data: *mut c_void)>, _user_data: *mut c_void) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn create_program_with_built_in_kernels(
+    context: cl_context,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    kernel_names: *const c_char,
+) -> CLResult<cl_program> {
+    let ctx = check_context(context)?;
+    let devs = devices(num_devices, device_list)?;
+    let ptr = devs.ptr();
+    create(ctx, devs.held, |c| {
+        vcreate!(
+            c.inner.vt,
+            clCreateProgramWithBuiltInKernels(c.inner.h, num_devices, ptr, kernel_names)
+        )
+    })
 }
 
-/// clLinkProgram: STUB, not yet forwarded.
-pub fn link_program(_context: cl_context, _num_devices: cl_uint, _device_list: *const cl_device_id, _options: *const c_char, _num_input_programs: cl_uint, _input_programs: *const cl_program, _pfn_notify: Option<unsafe extern "C" fn(program: cl_program, _user_data: *mut c_void)>, _user_data: *mut c_void) -> CLResult<cl_program> {
-    Err(CL_INVALID_OPERATION)
+pub fn create_program_with_il(
+    context: cl_context,
+    il: *const c_void,
+    length: usize,
+) -> CLResult<cl_program> {
+    create(check_context(context)?, Vec::new(), |c| {
+        vcreate!(c.inner.vt, clCreateProgramWithIL(c.inner.h, il, length))
+    })
 }
 
-/// clCreateProgramWithIL: STUB, not yet forwarded.
-pub fn create_program_with_il(_context: cl_context, _il: *const c_void, _length: usize) -> CLResult<cl_program> {
-    Err(CL_INVALID_OPERATION)
+pub fn retain_program(program: cl_program) -> CLResult<()> {
+    refcount::retain::<Program>(program, |p| vtry!(p.inner.vt, clRetainProgram(p.inner.h)))
 }
 
-/// clSetProgramReleaseCallback: STUB, not yet forwarded.
-pub fn set_program_release_callback(_program: cl_program, _pfn_notify: Option<unsafe extern "C" fn(program: cl_program, _user_data: *mut c_void)>, _user_data: *mut c_void) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+pub fn release_program(program: cl_program) -> CLResult<()> {
+    refcount::release::<Program>(program, |p| vtry!(p.inner.vt, clReleaseProgram(p.inner.h)))
 }
 
-/// clSetProgramSpecializationConstant: STUB, not yet forwarded.
-pub fn set_program_specialization_constant(_program: cl_program, _spec_id: cl_uint, _spec_size: usize, _spec_value: *const c_void) -> CLResult<()> {
-    Err(CL_INVALID_OPERATION)
+/// One build, compile or link notification: what [`program_notify`] needs to call the
+/// application with its own program and user data.
+///
+/// It lives in an `Arc`: one count is the vendor's `user_data` (taken back when the
+/// trampoline fires), one is the entry point's. A vendor may fire the notification even
+/// when the call fails (PoCL does, always), so the entry point never frees the vendor's
+/// count itself; a vendor that fails without ever calling back leaks that one small box,
+/// which is the price of never freeing something the vendor may still use.
+struct Notify {
+    func: NotifyFn,
+    user_data: *mut c_void,
+    /// The application's program. Known up front for build and compile. For link it is
+    /// created by whichever comes first: the trampoline (the vendor may call back inside
+    /// `clLinkProgram`, before it has returned the program) or the return path; the other
+    /// reuses it, so the application sees one wrapper.
+    program: Mutex<Option<Ref<Program>>>,
+    /// For link: the context and devices a new wrapper records.
+    origin: Option<(Ref<Context>, Vec<Ref<Device>>)>,
+}
+
+// SAFETY: `user_data` is the application's opaque pointer, only handed back to it; the
+// rest is Send + Sync.
+unsafe impl Send for Notify {}
+// SAFETY: as above.
+unsafe impl Sync for Notify {}
+
+impl Notify {
+    fn new(
+        func: NotifyFn,
+        user_data: *mut c_void,
+        program: Option<Ref<Program>>,
+        origin: Option<(Ref<Context>, Vec<Ref<Device>>)>,
+    ) -> Arc<Notify> {
+        Arc::new(Notify {
+            func,
+            user_data,
+            program: Mutex::new(program),
+            origin,
+        })
+    }
+
+    /// The trampoline and `user_data` to give the vendor: ours when the application asked
+    /// for a notification, else its own (NULL) function and user data unchanged, so the
+    /// vendor applies "pfn_notify is NULL but user_data is not NULL" itself.
+    fn vendor_args(
+        me: &Option<Arc<Notify>>,
+        user_data: *mut c_void,
+    ) -> (Option<NotifyFn>, *mut c_void) {
+        match me {
+            Some(n) => (
+                Some(program_notify),
+                Arc::into_raw(n.clone()) as *mut c_void,
+            ),
+            None => (None, user_data),
+        }
+    }
+
+    /// The application's handle for the vendor's program `inner` (NULL stays NULL: PoCL
+    /// notifies link argument errors with no program).
+    fn handle_for(&self, inner: cl_program) -> cl_program {
+        let mut cell = self.program.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = cell.as_ref() {
+            return p.handle();
+        }
+        match &self.origin {
+            Some((ctx, devs)) if !inner.is_null() => {
+                let w = wrap_program(ctx, inner, devs.clone());
+                *cell = Some(w.hold());
+                w.handle()
+            }
+            _ => std::ptr::null_mut(),
+        }
+    }
+}
+
+/// The vendor's build/compile/link notification.
+unsafe extern "C" fn program_notify(inner: cl_program, data: *mut c_void) {
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `data` is the count `Notify::vendor_args` gave the vendor for exactly
+        // this trampoline; the vendor notifies once, so it is taken back once.
+        let n = unsafe { Arc::from_raw(data as *const Notify) };
+        let h = n.handle_for(inner);
+        // SAFETY: the application's callback, called as the spec says, with its own
+        // program handle and user data.
+        unsafe { (n.func)(h, n.user_data) };
+    }));
+    if r.is_err() {
+        tracing::error!("softpreempt: internal error in a program notification (suppressed)");
+    }
+}
+
+/// Checks `program` and the device list, and prepares the notification: shared by build
+/// and compile.
+fn build_args(
+    program: cl_program,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    pfn_notify: Option<NotifyFn>,
+    user_data: *mut c_void,
+) -> CLResult<(&'static Program, Devices, Option<Arc<Notify>>)> {
+    let o = check(program)?;
+    let devs = devices(num_devices, device_list)?;
+    let notify = pfn_notify.map(|f| Notify::new(f, user_data, Some(o.hold()), None));
+    Ok((o.get(), devs, notify))
+}
+
+pub fn build_program(
+    program: cl_program,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    options: *const c_char,
+    pfn_notify: Option<NotifyFn>,
+    user_data: *mut c_void,
+) -> CLResult<()> {
+    let (p, devs, notify) = build_args(program, num_devices, device_list, pfn_notify, user_data)?;
+    let (f, data) = Notify::vendor_args(&notify, user_data);
+    vtry!(
+        p.inner.vt,
+        clBuildProgram(p.inner.h, devs.len(), devs.ptr(), options, f, data)
+    )
+}
+
+pub fn compile_program(
+    program: cl_program,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    options: *const c_char,
+    num_input_headers: cl_uint,
+    input_headers: *const cl_program,
+    header_include_names: *mut *const c_char,
+    pfn_notify: Option<NotifyFn>,
+    user_data: *mut c_void,
+) -> CLResult<()> {
+    let (p, devs, notify) = build_args(program, num_devices, device_list, pfn_notify, user_data)?;
+    // "CL_INVALID_VALUE if num_input_headers is zero and header_include_names or
+    // input_headers are not NULL or if num_input_headers is not zero and
+    // header_include_names or input_headers are NULL."
+    let none = num_input_headers == 0;
+    if none != input_headers.is_null() || none != header_include_names.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
+    // Header programs are ours: a bad one is "CL_INVALID_PROGRAM".
+    let headers = unwrap_list::<Program, _>(num_input_headers, input_headers, |h| h.get().inner.h)?;
+    let headers_ptr = if headers.is_empty() {
+        std::ptr::null()
+    } else {
+        headers.as_ptr()
+    };
+    let (f, data) = Notify::vendor_args(&notify, user_data);
+    vtry!(
+        p.inner.vt,
+        clCompileProgram(
+            p.inner.h,
+            devs.len(),
+            devs.ptr(),
+            options,
+            num_input_headers,
+            headers_ptr,
+            header_include_names,
+            f,
+            data
+        )
+    )
+}
+
+pub fn link_program(
+    context: cl_context,
+    num_devices: cl_uint,
+    device_list: *const cl_device_id,
+    options: *const c_char,
+    num_input_programs: cl_uint,
+    input_programs: *const cl_program,
+    pfn_notify: Option<NotifyFn>,
+    user_data: *mut c_void,
+) -> CLResult<cl_program> {
+    let ctx = check_context(context)?;
+    let devs = devices(num_devices, device_list)?;
+    // "CL_INVALID_VALUE if num_input_programs is zero or input_programs is NULL": only a
+    // complete list is read (and unwrapped); otherwise the vendor gets NULL and says so.
+    let inputs = if num_input_programs == 0 || input_programs.is_null() {
+        Vec::new()
+    } else {
+        // "CL_INVALID_PROGRAM if programs specified in input_programs are not valid
+        // program objects."
+        unwrap_list::<Program, _>(num_input_programs, input_programs, |p| p.get().inner.h)?
+    };
+    let inputs_ptr = if inputs.is_empty() {
+        std::ptr::null()
+    } else {
+        inputs.as_ptr()
+    };
+    let notify =
+        pfn_notify.map(|f| Notify::new(f, user_data, None, Some((ctx.hold(), devs.held.clone()))));
+    let (f, data) = Notify::vendor_args(&notify, user_data);
+    let c = ctx.get();
+    let r = vcreate!(
+        c.inner.vt,
+        clLinkProgram(
+            c.inner.h,
+            devs.len(),
+            devs.ptr(),
+            options,
+            num_input_programs,
+            inputs_ptr,
+            f,
+            data
+        )
+    );
+    match (r, notify) {
+        (Ok(h), Some(n)) => Ok(n.handle_for(h)),
+        (Ok(h), None) => Ok(wrap_program(ctx, h, devs.held).handle()),
+        (Err(e), Some(n)) => {
+            // The vendor may have notified with a program it then released (PoCL does on a
+            // link failure): the wrapper the trampoline made for it has no owner.
+            let orphan = n.program.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(w) = orphan {
+                let _ = w.app_release();
+            }
+            Err(e)
+        }
+        (Err(e), None) => Err(e),
+    }
+}
+
+pub fn get_program_info(
+    program: cl_program,
+    param_name: cl_program_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> CLResult<()> {
+    let p = check(program)?.get();
+    let answer = match param_name {
+        CL_PROGRAM_CONTEXT => bytes_of(&p.context.handle()).to_vec(),
+        CL_PROGRAM_DEVICES => {
+            let raw = fetch_info(|s, v, r| match p.inner.vt.clGetProgramInfo {
+                // SAFETY: the vendor's query on its own program, buffers sized by fetch_info.
+                Some(f) => unsafe { f(p.inner.h, param_name, s, v, r) },
+                None => CL_INVALID_OPERATION,
+            })?;
+            let platform = p.context.get().platform;
+            let ours: Vec<cl_device_id> = raw
+                .chunks_exact(std::mem::size_of::<cl_device_id>())
+                .map(|c| Device::wrap(platform, crate::api::device::read_handle(c)).handle())
+                .collect();
+            bytes_of_slice(&ours).to_vec()
+        }
+        // Everything else holds no handle (CL_PROGRAM_BINARIES is an array of the
+        // application's own buffers, which the vendor fills): forwarded as is.
+        _ => {
+            return vtry!(
+                p.inner.vt,
+                clGetProgramInfo(
+                    p.inner.h,
+                    param_name,
+                    param_value_size,
+                    param_value,
+                    param_value_size_ret
+                )
+            )
+        }
+    };
+    write_info(param_value_size, param_value, param_value_size_ret, &answer)
+}
+
+pub fn get_program_build_info(
+    program: cl_program,
+    device: cl_device_id,
+    param_name: cl_program_build_info,
+    param_value_size: usize,
+    param_value: *mut c_void,
+    param_value_size_ret: *mut usize,
+) -> CLResult<()> {
+    let p = check(program)?.get();
+    // "CL_INVALID_DEVICE if device is not in the list of devices associated with program."
+    let d = Obj::<Device>::check(device)?.get();
+    vtry!(
+        p.inner.vt,
+        clGetProgramBuildInfo(
+            p.inner.h,
+            d.inner.h,
+            param_name,
+            param_value_size,
+            param_value,
+            param_value_size_ret
+        )
+    )
+}
+
+pub fn create_kernels_in_program(
+    program: cl_program,
+    num_kernels: cl_uint,
+    kernels: *mut cl_kernel,
+    num_kernels_ret: *mut cl_uint,
+) -> CLResult<()> {
+    let o = check(program)?;
+    let p = o.get();
+    if kernels.is_null() {
+        // Only counting: nothing is created.
+        return vtry!(
+            p.inner.vt,
+            clCreateKernelsInProgram(p.inner.h, num_kernels, kernels, num_kernels_ret)
+        );
+    }
+    // The vendor's count first ("CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully
+    // built executable"), so the inner array is sized by the program, not by the caller.
+    let mut n: cl_uint = 0;
+    vtry!(
+        p.inner.vt,
+        clCreateKernelsInProgram(p.inner.h, 0, std::ptr::null_mut(), &mut n)
+    )?;
+    let mut inner: Vec<cl_kernel> = vec![std::ptr::null_mut(); num_kernels.min(n) as usize];
+    // A short array gets the vendor's "CL_INVALID_VALUE if kernels is not NULL and
+    // num_kernels is less than the number of kernels in program".
+    let mut made: cl_uint = 0;
+    vtry!(
+        p.inner.vt,
+        clCreateKernelsInProgram(p.inner.h, num_kernels.min(n), inner.as_mut_ptr(), &mut made)
+    )?;
+    inner.truncate(made as usize);
+    for (i, &k) in inner.iter().enumerate() {
+        let w = if k.is_null() {
+            std::ptr::null_mut()
+        } else {
+            wrap_kernel(o, k).handle()
+        };
+        // SAFETY: `kernels` has room for `num_kernels >= made` handles by contract.
+        unsafe { kernels.add(i).write(w) };
+    }
+    set_out(num_kernels_ret, made);
+    Ok(())
+}
+
+pub fn set_program_release_callback(
+    program: cl_program,
+    pfn_notify: Option<NotifyFn>,
+    user_data: *mut c_void,
+) -> CLResult<()> {
+    let o = check(program)?;
+    let p = o.get();
+    // "CL_INVALID_VALUE if pfn_notify is NULL": the vendor's to say (PoCL, which does not
+    // support the call, answers CL_INVALID_OPERATION first); nothing to wrap.
+    let Some(f) = pfn_notify else {
+        return vtry!(
+            p.inner.vt,
+            clSetProgramReleaseCallback(p.inner.h, None, user_data)
+        );
+    };
+    // The registration holds the wrapper, so the application's handle is still ours when
+    // the vendor destroys the program and calls back.
+    let data = Callback::<Program, NotifyFn>::into_raw(o.hold(), f, user_data);
+    let r = vtry!(
+        p.inner.vt,
+        clSetProgramReleaseCallback(p.inner.h, Some(once_obj::<Program>), data)
+    );
+    if r.is_err() {
+        // SAFETY: the vendor refused (OpenCL 3.0 deprecates the call; PoCL may not support
+        // it), so it will never call back with `data`.
+        unsafe { Callback::<Program, NotifyFn>::discard(data) };
+    }
+    r
+}
+
+pub fn set_program_specialization_constant(
+    program: cl_program,
+    spec_id: cl_uint,
+    spec_size: usize,
+    spec_value: *const c_void,
+) -> CLResult<()> {
+    let p = check(program)?.get();
+    vtry!(
+        p.inner.vt,
+        clSetProgramSpecializationConstant(p.inner.h, spec_id, spec_size, spec_value)
+    )
 }

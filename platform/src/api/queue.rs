@@ -47,7 +47,12 @@ struct Props {
 
 fn queue_props(properties: *const cl_queue_properties, device: &Device) -> CLResult<Props> {
     let Some(list) = property_list(properties)? else {
-        return Ok(Props { app: None, inner: None, priority: None, on_device: false });
+        return Ok(Props {
+            app: None,
+            inner: None,
+            priority: None,
+            on_device: false,
+        });
     };
     let mut inner = Vec::with_capacity(list.len());
     let mut priority = None;
@@ -56,8 +61,11 @@ fn queue_props(properties: *const cl_queue_properties, device: &Device) -> CLRes
     for pair in list.chunks_exact(2) {
         let (name, value) = (pair[0], pair[1]);
         if name == CL_QUEUE_PRIORITY_KHR {
-            const LEVELS: [cl_queue_priority_khr; 3] =
-                [CL_QUEUE_PRIORITY_HIGH_KHR, CL_QUEUE_PRIORITY_MED_KHR, CL_QUEUE_PRIORITY_LOW_KHR];
+            const LEVELS: [cl_queue_priority_khr; 3] = [
+                CL_QUEUE_PRIORITY_HIGH_KHR,
+                CL_QUEUE_PRIORITY_MED_KHR,
+                CL_QUEUE_PRIORITY_LOW_KHR,
+            ];
             match cl_queue_priority_khr::try_from(value) {
                 Ok(p) if LEVELS.contains(&p) => priority = Some(p),
                 // "CL_INVALID_VALUE if values specified in properties are not valid."
@@ -65,7 +73,9 @@ fn queue_props(properties: *const cl_queue_properties, device: &Device) -> CLRes
             }
             // The layer advertises cl_khr_priority_hints on every device; a vendor that
             // does not know the property would refuse the whole queue.
-            if !*vendor_has_hints.get_or_insert_with(|| vendor_has_extension(device, "cl_khr_priority_hints")) {
+            if !*vendor_has_hints
+                .get_or_insert_with(|| vendor_has_extension(device, "cl_khr_priority_hints"))
+            {
                 continue;
             }
         }
@@ -80,7 +90,12 @@ fn queue_props(properties: *const cl_queue_properties, device: &Device) -> CLRes
     if priority.is_some() && on_device {
         return Err(CL_INVALID_QUEUE_PROPERTIES);
     }
-    Ok(Props { app: Some(list.to_vec()), inner: Some(inner), priority, on_device })
+    Ok(Props {
+        app: Some(list.to_vec()),
+        inner: Some(inner),
+        priority,
+        on_device,
+    })
 }
 
 fn vendor_has_extension(device: &Device, name: &str) -> bool {
@@ -137,7 +152,14 @@ pub fn create_command_queue(
     create(
         context,
         device,
-        |_| Ok(Props { app: None, inner: None, priority: None, on_device }),
+        |_| {
+            Ok(Props {
+                app: None,
+                inner: None,
+                priority: None,
+                on_device,
+            })
+        },
         |c, d, _| vcreate!(c.inner.vt, clCreateCommandQueue(c.inner.h, d, properties)),
     )
 }
@@ -153,17 +175,24 @@ pub fn create_command_queue_with_properties(
         |d| queue_props(properties, d),
         |c, d, p| {
             let list = p.inner.as_ref().map_or(std::ptr::null(), |v| v.as_ptr());
-            vcreate!(c.inner.vt, clCreateCommandQueueWithProperties(c.inner.h, d, list))
+            vcreate!(
+                c.inner.vt,
+                clCreateCommandQueueWithProperties(c.inner.h, d, list)
+            )
         },
     )
 }
 
 pub fn retain_command_queue(command_queue: cl_command_queue) -> CLResult<()> {
-    refcount::retain::<Queue>(command_queue, |q| vtry!(q.inner.vt, clRetainCommandQueue(q.inner.h)))
+    refcount::retain::<Queue>(command_queue, |q| {
+        vtry!(q.inner.vt, clRetainCommandQueue(q.inner.h))
+    })
 }
 
 pub fn release_command_queue(command_queue: cl_command_queue) -> CLResult<()> {
-    refcount::release::<Queue>(command_queue, |q| vtry!(q.inner.vt, clReleaseCommandQueue(q.inner.h)))
+    refcount::release::<Queue>(command_queue, |q| {
+        vtry!(q.inner.vt, clReleaseCommandQueue(q.inner.h))
+    })
 }
 
 fn inner_info(q: &Queue, name: cl_command_queue_info) -> CLResult<Vec<u8>> {
@@ -188,7 +217,8 @@ pub fn get_command_queue_info(
         CL_QUEUE_CONTEXT => bytes_of(&q.context.handle()).to_vec(),
         CL_QUEUE_DEVICE => bytes_of(&q.device.handle()).to_vec(),
         CL_QUEUE_DEVICE_DEFAULT => {
-            let inner: cl_command_queue = crate::api::device::read_handle(&inner_info(q, param_name)?);
+            let inner: cl_command_queue =
+                crate::api::device::read_handle(&inner_info(q, param_name)?);
             let ours = lookup_device_queue(inner).map_or(std::ptr::null_mut(), |w| w.handle());
             bytes_of(&ours).to_vec()
         }
@@ -198,7 +228,11 @@ pub fn get_command_queue_info(
         // additional properties. If command_queue was created using clCreateCommandQueue,
         // or if the properties argument ... was NULL, the implementation must return
         // param_value_size_ret equal to 0."
-        CL_QUEUE_PROPERTIES_ARRAY => q.app_properties.as_deref().map(|p| bytes_of_slice(p).to_vec()).unwrap_or_default(),
+        CL_QUEUE_PROPERTIES_ARRAY => q
+            .app_properties
+            .as_deref()
+            .map(|p| bytes_of_slice(p).to_vec())
+            .unwrap_or_default(),
         _ => inner_info(q, param_name)?,
     };
     write_info(param_value_size, param_value, param_value_size_ret, &answer)
@@ -212,7 +246,10 @@ pub fn set_command_queue_property(
 ) -> CLResult<()> {
     // "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid command-queue."
     let q = Obj::<Queue>::check(command_queue)?.get();
-    vtry!(q.inner.vt, clSetCommandQueueProperty(q.inner.h, properties, enable, old_properties))
+    vtry!(
+        q.inner.vt,
+        clSetCommandQueueProperty(q.inner.h, properties, enable, old_properties)
+    )
 }
 
 pub fn flush(command_queue: cl_command_queue) -> CLResult<()> {
@@ -239,5 +276,8 @@ pub fn set_default_device_command_queue(
     let d = Obj::<Device>::check(device)?.get();
     // "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid command-queue for device."
     let q = Obj::<Queue>::check(command_queue)?.get();
-    vtry!(c.inner.vt, clSetDefaultDeviceCommandQueue(c.inner.h, d.inner.h, q.inner.h))
+    vtry!(
+        c.inner.vt,
+        clSetDefaultDeviceCommandQueue(c.inner.h, d.inner.h, q.inner.h)
+    )
 }

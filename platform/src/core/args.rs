@@ -24,7 +24,9 @@ pub fn slice<'a, T>(ptr: *const T, n: usize) -> CLResult<&'a [T]> {
 /// A zero-terminated property list (`cl_context_properties`, `cl_queue_properties`, ...)
 /// including its terminator; `None` for NULL. Unterminated lists longer than 1024
 /// entries are rejected rather than read forever.
-pub fn property_list<'a, T: Copy + PartialEq + Default>(ptr: *const T) -> CLResult<Option<&'a [T]>> {
+pub fn property_list<'a, T: Copy + PartialEq + Default>(
+    ptr: *const T,
+) -> CLResult<Option<&'a [T]>> {
     if ptr.is_null() {
         return Ok(None);
     }
@@ -63,7 +65,12 @@ pub fn c_str<'a>(ptr: *const c_char) -> CLResult<&'a CStr> {
 /// Copies an info-query answer out with the spec's size rules:
 /// "CL_INVALID_VALUE if ... size in bytes specified by param_value_size is < size of return
 /// type ... and param_value is not NULL."
-pub fn write_info(size: usize, value: *mut c_void, size_ret: *mut usize, bytes: &[u8]) -> CLResult<()> {
+pub fn write_info(
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+    bytes: &[u8],
+) -> CLResult<()> {
     if !value.is_null() {
         if size < bytes.len() {
             return Err(CL_INVALID_VALUE);

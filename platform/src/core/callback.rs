@@ -22,7 +22,11 @@ pub struct Callback<T: Kind, F> {
 impl<T: Kind, F> Callback<T, F> {
     /// Boxes the registration; the returned pointer is the vendor's `user_data`.
     pub fn into_raw(obj: Ref<T>, func: F, user_data: *mut c_void) -> *mut c_void {
-        Box::into_raw(Box::new(Callback { obj, func, user_data })) as *mut c_void
+        Box::into_raw(Box::new(Callback {
+            obj,
+            func,
+            user_data,
+        })) as *mut c_void
     }
 
     /// Frees a registration the vendor refused (the call failed, so it will never fire).
@@ -82,7 +86,8 @@ pub unsafe extern "C" fn event_notify(_inner: cl_event, status: cl_int, data: *m
     })
 }
 
-pub type SvmFreeNotify = unsafe extern "C" fn(cl_command_queue, cl_uint, *mut *mut c_void, *mut c_void);
+pub type SvmFreeNotify =
+    unsafe extern "C" fn(cl_command_queue, cl_uint, *mut *mut c_void, *mut c_void);
 
 /// `clEnqueueSVMFree`'s callback: the pointers pass through, the queue is ours.
 ///

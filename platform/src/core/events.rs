@@ -37,6 +37,12 @@ pub enum InnerEvents {
 }
 
 impl InnerEvents {
+    /// No events.
+    #[inline]
+    pub fn empty() -> Self {
+        InnerEvents::Inline(0, [std::ptr::null_mut(); INLINE])
+    }
+
     /// An enqueue's wait list, with the spec's `CL_INVALID_EVENT_WAIT_LIST` rules (see
     /// [`wait_list`]).
     #[inline]
@@ -45,7 +51,7 @@ impl InnerEvents {
             return Err(CL_INVALID_EVENT_WAIT_LIST);
         }
         if n == 0 {
-            return Ok(InnerEvents::Inline(0, [std::ptr::null_mut(); INLINE]));
+            return Ok(Self::empty());
         }
         Self::unwrap(n, list, CL_INVALID_EVENT_WAIT_LIST)
     }
@@ -62,7 +68,11 @@ impl InnerEvents {
 
     fn unwrap(n: cl_uint, list: *const cl_event, bad: Code) -> CLResult<Self> {
         let items = super::args::slice(list, n as usize).map_err(|_| bad)?;
-        let inner = |e: &cl_event| Obj::<Event>::check(*e).map(|o| o.get().inner.h).map_err(|_| bad);
+        let inner = |e: &cl_event| {
+            Obj::<Event>::check(*e)
+                .map(|o| o.get().inner.h)
+                .map_err(|_| bad)
+        };
         if items.len() <= INLINE {
             let mut a = [std::ptr::null_mut(); INLINE];
             for (slot, e) in a.iter_mut().zip(items) {
@@ -70,7 +80,9 @@ impl InnerEvents {
             }
             Ok(InnerEvents::Inline(items.len(), a))
         } else {
-            Ok(InnerEvents::Heap(items.iter().map(inner).collect::<CLResult<_>>()?))
+            Ok(InnerEvents::Heap(
+                items.iter().map(inner).collect::<CLResult<_>>()?,
+            ))
         }
     }
 
@@ -104,7 +116,10 @@ pub struct OutEvent {
 
 impl OutEvent {
     pub fn new(app: *mut cl_event) -> Self {
-        OutEvent { app, inner: std::ptr::null_mut() }
+        OutEvent {
+            app,
+            inner: std::ptr::null_mut(),
+        }
     }
 
     /// The out-pointer for the vendor call.
@@ -122,7 +137,11 @@ impl OutEvent {
             return;
         }
         let q = queue.get();
-        let ev = new_obj(Event { inner: q.inner.child(self.inner), context: q.context.clone(), queue: Some(queue.hold()) });
+        let ev = new_obj(Event {
+            inner: q.inner.child(self.inner),
+            context: q.context.clone(),
+            queue: Some(queue.hold()),
+        });
         super::args::set_out(self.app, ev.handle());
     }
 }

@@ -13,24 +13,51 @@ pub const DEVICE_OURS: &[&str] = &["cl_khr_priority_hints"];
 /// Extensions whose API entry points are NOT forwarded (or that make no sense through a
 /// layer); dropped from every list.
 const NOT_FORWARDED: &[&str] = &[
-    "cl_khr_gl_sharing", "cl_khr_gl_event", "cl_khr_egl_image", "cl_khr_egl_event",
-    "cl_khr_d3d10_sharing", "cl_khr_d3d11_sharing", "cl_khr_dx9_media_sharing",
-    "cl_khr_terminate_context", "cl_khr_command_buffer", "cl_khr_command_buffer_multi_device",
-    "cl_khr_command_buffer_mutable_dispatch", "cl_khr_semaphore", "cl_khr_external_semaphore",
-    "cl_khr_external_semaphore_sync_fd", "cl_khr_external_semaphore_opaque_fd",
-    "cl_khr_external_memory", "cl_khr_external_memory_opaque_fd", "cl_khr_external_memory_dma_buf",
-    "cl_khr_external_memory_dx", "cl_khr_gl_msaa_sharing", "cl_khr_gl_depth_images",
+    "cl_khr_gl_sharing",
+    "cl_khr_gl_event",
+    "cl_khr_egl_image",
+    "cl_khr_egl_event",
+    "cl_khr_d3d10_sharing",
+    "cl_khr_d3d11_sharing",
+    "cl_khr_dx9_media_sharing",
+    "cl_khr_terminate_context",
+    "cl_khr_command_buffer",
+    "cl_khr_command_buffer_multi_device",
+    "cl_khr_command_buffer_mutable_dispatch",
+    "cl_khr_semaphore",
+    "cl_khr_external_semaphore",
+    "cl_khr_external_semaphore_sync_fd",
+    "cl_khr_external_semaphore_opaque_fd",
+    "cl_khr_external_memory",
+    "cl_khr_external_memory_opaque_fd",
+    "cl_khr_external_memory_dma_buf",
+    "cl_khr_external_memory_dx",
+    "cl_khr_gl_msaa_sharing",
+    "cl_khr_gl_depth_images",
 ];
 
 /// Vendor extensions known to add only enums or kernel-language features.
 const VENDOR_ENUM_ONLY: &[&str] = &[
-    "cl_nv_device_attribute_query", "cl_nv_pragma_unroll", "cl_nv_compiler_options",
-    "cl_amd_device_attribute_query", "cl_ext_float_atomics", "cl_ext_atomic_counters_32",
-    "cl_ext_atomic_counters_64", "cl_ext_cxx_for_opencl", "cl_ext_image_raw10_raw12",
-    "cl_ext_image_unorm_int_2_101010", "cl_intel_subgroups", "cl_intel_subgroups_short",
-    "cl_intel_subgroups_char", "cl_intel_subgroups_long", "cl_intel_required_subgroup_size",
-    "cl_intel_spirv_subgroups", "cl_intel_unified_shared_memory_preview_disabled",
-    "cl_arm_integer_dot_product_int8", "cl_arm_printf", "cl_arm_non_uniform_work_group_size",
+    "cl_nv_device_attribute_query",
+    "cl_nv_pragma_unroll",
+    "cl_nv_compiler_options",
+    "cl_amd_device_attribute_query",
+    "cl_ext_float_atomics",
+    "cl_ext_atomic_counters_32",
+    "cl_ext_atomic_counters_64",
+    "cl_ext_cxx_for_opencl",
+    "cl_ext_image_raw10_raw12",
+    "cl_ext_image_unorm_int_2_101010",
+    "cl_intel_subgroups",
+    "cl_intel_subgroups_short",
+    "cl_intel_subgroups_char",
+    "cl_intel_subgroups_long",
+    "cl_intel_required_subgroup_size",
+    "cl_intel_spirv_subgroups",
+    "cl_intel_unified_shared_memory_preview_disabled",
+    "cl_arm_integer_dot_product_int8",
+    "cl_arm_printf",
+    "cl_arm_non_uniform_work_group_size",
 ];
 
 /// Whether an inner extension is kept in SoftPreempt's lists.
@@ -61,9 +88,15 @@ pub const FUNCTIONS: &[(&str, &str)] = &[
     ("clCreateSubDevicesEXT", "clCreateSubDevicesEXT"),
     ("clRetainDeviceEXT", "clRetainDeviceEXT"),
     ("clReleaseDeviceEXT", "clReleaseDeviceEXT"),
-    ("clCreateCommandQueueWithPropertiesKHR", "clCreateCommandQueueWithProperties"),
+    (
+        "clCreateCommandQueueWithPropertiesKHR",
+        "clCreateCommandQueueWithProperties",
+    ),
     ("clCreateProgramWithILKHR", "clCreateProgramWithIL"),
-    ("clGetKernelSuggestedLocalWorkSizeKHR", "clGetKernelSuggestedLocalWorkSize"),
+    (
+        "clGetKernelSuggestedLocalWorkSizeKHR",
+        "clGetKernelSuggestedLocalWorkSize",
+    ),
 ];
 
 /// The extension that must be present for a function to be answered.
@@ -71,7 +104,9 @@ pub fn extension_of(func: &str) -> Option<&'static str> {
     Some(match func {
         "clIcdGetPlatformIDsKHR" => "cl_khr_icd",
         "clGetKernelSubGroupInfoKHR" => "cl_khr_subgroups",
-        "clCreateSubDevicesEXT" | "clRetainDeviceEXT" | "clReleaseDeviceEXT" => "cl_ext_device_fission",
+        "clCreateSubDevicesEXT" | "clRetainDeviceEXT" | "clReleaseDeviceEXT" => {
+            "cl_ext_device_fission"
+        }
         "clCreateCommandQueueWithPropertiesKHR" => "cl_khr_create_command_queue",
         "clCreateProgramWithILKHR" => "cl_khr_il_program",
         "clGetKernelSuggestedLocalWorkSizeKHR" => "cl_khr_suggested_local_work_size",

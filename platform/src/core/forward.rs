@@ -10,7 +10,13 @@ use super::handle::{Kind, Obj, Ref};
 /// The vendor's side of a wrapper: its handle and the table to call it through.
 pub struct Inner<H> {
     pub h: H,
+    /// A copy of the vendor's table, cut at the last slot the vendor's OpenCL version
+    /// defines (later slots are NULL), so no call ever reads past the end of a shorter table.
     pub vt: &'static cl_icd_dispatch,
+    /// The vendor's own table pointer, to recognise objects sharing it.
+    raw_vt: usize,
+    /// How many slots of a vendor table may be read (from the platform's version).
+    slots: usize,
     icd2: bool,
 }
 
@@ -19,31 +25,121 @@ unsafe impl<H> Send for Inner<H> {}
 // SAFETY: as above.
 unsafe impl<H> Sync for Inner<H> {}
 
+/// The last dispatch slot each OpenCL version's ICD table defines.
+fn last_slot(major: u32, minor: u32) -> &'static str {
+    match (major, minor) {
+        (1, 0) => "clEnqueueReleaseD3D10ObjectsKHR",
+        (1, 1) => "clCreateEventFromGLsyncKHR",
+        (1, 2) => "clCreateEventFromEGLSyncKHR",
+        (2, 0) => "clGetKernelSubGroupInfoKHR",
+        (2, 1) => "clSetDefaultDeviceCommandQueue",
+        (2, 2) => "clSetProgramSpecializationConstant",
+        _ => "clSetContextDestructorCallback",
+    }
+}
+
+/// Number of readable slots for a platform version string ("OpenCL 3.0 ...").
+pub fn slots_for_version(version: &str) -> usize {
+    let num = version.split_whitespace().nth(1).unwrap_or("1.0");
+    let (major, minor) = num.split_once('.').unwrap_or(("1", "0"));
+    let (major, minor) = (major.parse().unwrap_or(1), minor.parse().unwrap_or(0));
+    let name = last_slot(major, minor);
+    super::platform::slot_names()
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, off)| off / std::mem::size_of::<usize>() + 1)
+        .unwrap_or(0)
+}
+
+/// A leaked, truncated copy of a vendor table, made once per distinct table.
+fn table_copy(raw: *const cl_icd_dispatch, slots: usize) -> &'static cl_icd_dispatch {
+    use std::sync::Mutex;
+    static COPIES: Mutex<Vec<(usize, usize, &'static cl_icd_dispatch)>> = Mutex::new(Vec::new());
+    let mut copies = COPIES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, t)) = copies
+        .iter()
+        .find(|(r, n, _)| *r == raw as usize && *n == slots)
+    {
+        return t;
+    }
+    // SAFETY: an all-NULL table is valid (every slot is an Option of a function pointer).
+    let mut t: cl_icd_dispatch = unsafe { std::mem::zeroed() };
+    let n = slots.min(std::mem::size_of::<cl_icd_dispatch>() / std::mem::size_of::<usize>());
+    // SAFETY: the vendor's table has at least `slots` entries for its OpenCL version, and
+    // `n` never exceeds our table's size.
+    unsafe {
+        std::ptr::copy_nonoverlapping(raw as *const usize, &mut t as *mut _ as *mut usize, n)
+    };
+    let t: &'static cl_icd_dispatch = Box::leak(Box::new(t));
+    copies.push((raw as usize, slots, t));
+    t
+}
+
+/// The dispatch pointer every cl_khr_icd object starts with.
+///
+/// # Safety
+/// `obj` must be a live vendor object.
+unsafe fn table_of(obj: *mut c_void) -> *const cl_icd_dispatch {
+    // SAFETY: by the function's contract.
+    unsafe { *(obj as *const *const cl_icd_dispatch) }
+}
+
 impl<H: Copy> Inner<H> {
     /// Wraps a vendor platform handle. `icd2` is the platform's cl_khr_icd 2.0 table,
-    /// used for every object of that platform; 1.x objects carry their own table.
-    pub fn platform(h: H, raw: *mut c_void, icd2: Option<&'static cl_icd_dispatch>) -> Option<Self> {
-        match icd2 {
-            Some(vt) => Some(Inner { h, vt, icd2: true }),
-            // SAFETY: `raw` is a live vendor object; the ICD ABI puts its table first.
-            None => unsafe { (*(raw as *const *const cl_icd_dispatch)).as_ref() }
-                .map(|vt| Inner { h, vt, icd2: false }),
+    /// used for every object of that platform; 1.x objects carry their own table, of which
+    /// the first `slots` may be read.
+    pub(crate) fn platform(
+        h: H,
+        raw: *mut c_void,
+        icd2: Option<&'static cl_icd_dispatch>,
+        slots: usize,
+    ) -> Option<Self> {
+        if let Some(vt) = icd2 {
+            return Some(Inner {
+                h,
+                vt,
+                raw_vt: 0,
+                slots,
+                icd2: true,
+            });
         }
+        // SAFETY: `raw` is the live platform the vendor just returned.
+        let t = unsafe { table_of(raw) };
+        (!t.is_null()).then(|| Inner {
+            h,
+            vt: table_copy(t, slots),
+            raw_vt: t as usize,
+            slots,
+            icd2: false,
+        })
     }
 
     /// The vendor side of an object the vendor just returned from a call on `self`.
     pub fn child<C: Copy>(&self, h: C) -> Inner<C> {
-        if self.icd2 {
-            return Inner { h, vt: self.vt, icd2: true };
-        }
-        // SAFETY: `h` is a live vendor object returned by the vendor just now (callers
-        // reject NULL first); the ICD ABI puts its dispatch pointer first. A NULL table
-        // (never seen in practice) falls back to the parent's.
-        let vt = unsafe {
-            let raw = *(&h as *const C as *const *const *const cl_icd_dispatch);
-            (*raw).as_ref()
+        let same = Inner {
+            h,
+            vt: self.vt,
+            raw_vt: self.raw_vt,
+            slots: self.slots,
+            icd2: self.icd2,
         };
-        Inner { h, vt: vt.unwrap_or(self.vt), icd2: false }
+        if self.icd2 {
+            return same;
+        }
+        // SAFETY: `h` is a live vendor object returned by the vendor just now (callers reject
+        // NULL first); handles are pointers, so reading it as one is exact.
+        let t = unsafe { table_of(*(&h as *const C as *const *mut c_void)) };
+        if t.is_null() || t as usize == self.raw_vt {
+            // The common case (one table per vendor) costs no lock.
+            return same;
+        }
+        Inner {
+            h,
+            vt: table_copy(t, self.slots),
+            raw_vt: t as usize,
+            slots: self.slots,
+            icd2: false,
+        }
     }
 }
 
@@ -97,13 +193,19 @@ pub fn unwrap_list<T: Kind, H: Copy>(
     inner: impl Fn(&Obj<T>) -> H,
 ) -> CLResult<Vec<H>> {
     let items = super::args::slice(list, n as usize)?;
-    items.iter().map(|h| Obj::<T>::check(*h).map(&inner)).collect()
+    items
+        .iter()
+        .map(|h| Obj::<T>::check(*h).map(&inner))
+        .collect()
 }
 
 /// Like [`unwrap_list`] but keeps references to the wrappers too.
 pub fn hold_list<T: Kind>(n: cl_uint, list: *const T::Handle) -> CLResult<Vec<Ref<T>>> {
     let items = super::args::slice(list, n as usize)?;
-    items.iter().map(|h| Obj::<T>::check(*h).map(|o| o.hold())).collect()
+    items
+        .iter()
+        .map(|h| Obj::<T>::check(*h).map(|o| o.hold()))
+        .collect()
 }
 
 /// Reads a whole info value from the vendor with the usual two calls (size, then data).
@@ -112,15 +214,25 @@ pub fn fetch_info(query: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> C
     super::error::check(query(0, std::ptr::null_mut(), &mut size))?;
     let mut buf = vec![0u8; size];
     if size > 0 {
-        super::error::check(query(size, buf.as_mut_ptr() as *mut c_void, std::ptr::null_mut()))?;
+        super::error::check(query(
+            size,
+            buf.as_mut_ptr() as *mut c_void,
+            std::ptr::null_mut(),
+        ))?;
     }
     Ok(buf)
 }
 
 /// Reads a plain value (`cl_uint`, a handle, ...) from the vendor.
-pub fn fetch_scalar<T: Copy + Default>(query: impl Fn(usize, *mut c_void, *mut usize) -> cl_int) -> CLResult<T> {
+pub fn fetch_scalar<T: Copy + Default>(
+    query: impl Fn(usize, *mut c_void, *mut usize) -> cl_int,
+) -> CLResult<T> {
     let mut v = T::default();
-    super::error::check(query(std::mem::size_of::<T>(), &mut v as *mut T as *mut c_void, std::ptr::null_mut()))?;
+    super::error::check(query(
+        std::mem::size_of::<T>(),
+        &mut v as *mut T as *mut c_void,
+        std::ptr::null_mut(),
+    ))?;
     Ok(v)
 }
 

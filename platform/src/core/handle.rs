@@ -7,8 +7,8 @@
 //! its memory but carries a dead tag. Freed slots are reused in FIFO order, so a stale
 //! handle is unlikely to alias a fresh object of the same kind soon after its release.
 
-use crossbeam_queue::SegQueue;
 use super::cl::cl_icd_dispatch;
+use crossbeam_queue::SegQueue;
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -112,7 +112,10 @@ impl<T: Kind> Obj<T> {
     /// An internal strong reference (not visible to the application).
     pub fn hold(&self) -> Ref<T> {
         self.refs.fetch_add(1, Ordering::Relaxed);
-        Ref { ptr: self as *const _ as *mut _, _p: PhantomData }
+        Ref {
+            ptr: self as *const _ as *mut _,
+            _p: PhantomData,
+        }
     }
 
     /// The application retained its handle.
@@ -139,7 +142,10 @@ impl<T: Kind> Obj<T> {
                 Err(v) => cur = v,
             }
         }
-        drop(Ref::<T> { ptr: self as *const _ as *mut _, _p: PhantomData });
+        drop(Ref::<T> {
+            ptr: self as *const _ as *mut _,
+            _p: PhantomData,
+        });
         Ok(())
     }
 

@@ -57,10 +57,30 @@ pub struct Kernel {
     pub program: Ref<Program>,
     /// Arguments that hold our wrappers (index → object), so `clSetKernelArg` keeps the
     /// wrapped objects alive exactly as long as the vendor keeps the inner ones.
+    /// Sized to the argument count at creation, so setting an argument never allocates.
     pub held_args: Mutex<Vec<Option<HeldArg>>>,
+    /// What each argument holds, from the vendor's argument metadata (one entry per
+    /// argument); decides which `clSetKernelArg` values are handles to unwrap.
+    pub arg_kinds: Box<[ArgKind]>,
+}
+
+/// What a kernel argument's value is, as far as handle translation is concerned.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ArgKind {
+    /// Plain data or a `__local` size: forwarded unchanged.
+    Plain,
+    /// A global/constant pointer, image or pipe: the value is a `cl_mem`.
+    Mem,
+    /// `sampler_t`: the value is a `cl_sampler`.
+    Sampler,
+    /// `queue_t`: the value is a (device) `cl_command_queue`.
+    Queue,
+    /// No metadata: a pointer-sized value is a handle iff it is a live wrapper of ours.
+    Unknown,
 }
 
 /// A kernel argument that refers to another wrapped object.
+#[derive(Clone)]
 pub enum HeldArg {
     Mem(Ref<Mem>),
     Sampler(Ref<Sampler>),
@@ -89,10 +109,30 @@ unsafe impl Send for SvmRecord {}
 // SAFETY: as above; the record is immutable.
 unsafe impl Sync for SvmRecord {}
 
-declare_kind!(Context, cl_context, CL_INVALID_CONTEXT, 0x5350_4358_0000_0001);
-declare_kind!(Queue, cl_command_queue, CL_INVALID_COMMAND_QUEUE, 0x5350_5155_0000_0002);
+declare_kind!(
+    Context,
+    cl_context,
+    CL_INVALID_CONTEXT,
+    0x5350_4358_0000_0001
+);
+declare_kind!(
+    Queue,
+    cl_command_queue,
+    CL_INVALID_COMMAND_QUEUE,
+    0x5350_5155_0000_0002
+);
 declare_kind!(Mem, cl_mem, CL_INVALID_MEM_OBJECT, 0x5350_4d45_0000_0003);
-declare_kind!(Sampler, cl_sampler, CL_INVALID_SAMPLER, 0x5350_534d_0000_0004);
-declare_kind!(Program, cl_program, CL_INVALID_PROGRAM, 0x5350_5052_0000_0005);
+declare_kind!(
+    Sampler,
+    cl_sampler,
+    CL_INVALID_SAMPLER,
+    0x5350_534d_0000_0004
+);
+declare_kind!(
+    Program,
+    cl_program,
+    CL_INVALID_PROGRAM,
+    0x5350_5052_0000_0005
+);
 declare_kind!(Kernel, cl_kernel, CL_INVALID_KERNEL, 0x5350_4b45_0000_0006);
 declare_kind!(Event, cl_event, CL_INVALID_EVENT, 0x5350_4556_0000_0007);

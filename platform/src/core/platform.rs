@@ -1,7 +1,7 @@
 //! SoftPreempt platforms (one per wrapped vendor platform) and devices.
 
-use once_cell::sync::OnceCell;
 use crate::core::cl::*;
+use once_cell::sync::OnceCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
@@ -25,8 +25,18 @@ pub struct Device {
     pub is_root: bool,
 }
 
-declare_kind!(Platform, cl_platform_id, CL_INVALID_PLATFORM, 0x5350_504c_0000_0008);
-declare_kind!(Device, cl_device_id, CL_INVALID_DEVICE, 0x5350_4456_0000_0009);
+declare_kind!(
+    Platform,
+    cl_platform_id,
+    CL_INVALID_PLATFORM,
+    0x5350_504c_0000_0008
+);
+declare_kind!(
+    Device,
+    cl_device_id,
+    CL_INVALID_DEVICE,
+    0x5350_4456_0000_0009
+);
 
 /// The entry-point table's slot names and byte offsets, installed by the `icd` crate.
 /// Used to build a table for cl_khr_icd 2.0 vendors, and to answer
@@ -63,15 +73,39 @@ pub fn platforms() -> &'static [&'static Obj<Platform>] {
         super::vendor::discover()
             .into_iter()
             .filter_map(|v| {
-                let inner = Inner::platform(v.inner, v.inner, v.icd2_table)?;
-                Some(inner).map(|inner| (inner, v.library))
+                let slots = vendor_slots(&v);
+                let inner = Inner::platform(v.inner, v.inner, v.icd2_table, slots)?;
+                Some((inner, v.library))
             })
             .enumerate()
             .map(|(index, (inner, library))| {
-                new_obj(Platform { inner, index, library })
+                new_obj(Platform {
+                    inner,
+                    index,
+                    library,
+                })
             })
             .collect()
     })
+}
+
+/// How many slots of this vendor's tables may be read, from its platform version (read
+/// through slot 1, `clGetPlatformInfo`, which every table has).
+fn vendor_slots(v: &super::vendor::VendorPlatform) -> usize {
+    if v.icd2_table.is_some() {
+        return std::mem::size_of::<cl_icd_dispatch>() / std::mem::size_of::<usize>();
+    }
+    // SAFETY: `v.inner` is a live vendor platform; slot 1 of every ICD table is
+    // clGetPlatformInfo.
+    let get = unsafe { (*(*(v.inner as *const *const cl_icd_dispatch))).clGetPlatformInfo };
+    let Some(get) = get else { return 0 };
+    let version = super::forward::fetch_info(|s, val, r| {
+        // SAFETY: the vendor's own query with buffers sized by fetch_info.
+        unsafe { get(v.inner, CL_PLATFORM_VERSION, s, val, r) }
+    })
+    .map(|b| super::forward::info_string(&b))
+    .unwrap_or_default();
+    super::forward::slots_for_version(&version)
 }
 
 /// Inner device handle → wrapper, for lists the vendor hands back (`CL_CONTEXT_DEVICES`,
@@ -84,12 +118,18 @@ pub fn root_devices(me: &'static Obj<Platform>) -> CLResult<Vec<Ref<Device>>> {
     let i = &me.get().inner;
     let mut n: cl_uint = 0;
     let all = CL_DEVICE_TYPE_ALL as cl_device_type;
-    match vtry!(i.vt, clGetDeviceIDs(i.h, all, 0, std::ptr::null_mut(), &mut n)) {
+    match vtry!(
+        i.vt,
+        clGetDeviceIDs(i.h, all, 0, std::ptr::null_mut(), &mut n)
+    ) {
         Err(CL_DEVICE_NOT_FOUND) => return Ok(Vec::new()),
         r => r?,
     }
     let mut ids = vec![std::ptr::null_mut(); n as usize];
-    vtry!(i.vt, clGetDeviceIDs(i.h, all, n, ids.as_mut_ptr(), std::ptr::null_mut()))?;
+    vtry!(
+        i.vt,
+        clGetDeviceIDs(i.h, all, n, ids.as_mut_ptr(), std::ptr::null_mut())
+    )?;
     Ok(ids.iter().map(|&d| Device::wrap(me, d)).collect())
 }
 
@@ -102,7 +142,12 @@ impl Device {
         is_root: bool,
     ) -> &'static Obj<Device> {
         let key = inner.h as usize;
-        let obj = new_obj(Device { inner, platform, parent, is_root });
+        let obj = new_obj(Device {
+            inner,
+            platform,
+            parent,
+            is_root,
+        });
         let mut reg = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
         reg.retain(|(k, _)| *k != key);
         reg.push((key, obj as *const _ as usize));
@@ -113,14 +158,21 @@ impl Device {
     /// (sub-devices are always registered when they are created, so unknown means root).
     pub fn wrap(platform: &'static Obj<Platform>, inner: cl_device_id) -> Ref<Device> {
         let mut reg = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(w) = reg.iter().find(|(k, _)| *k == inner as usize).and_then(|(_, w)| {
-            Obj::<Device>::check(*w as cl_device_id).ok()
-        }) {
+        if let Some(w) = reg
+            .iter()
+            .find(|(k, _)| *k == inner as usize)
+            .and_then(|(_, w)| Obj::<Device>::check(*w as cl_device_id).ok())
+        {
             return w.hold();
         }
         let inner = platform.get().inner.child(inner);
         let key = inner.h as usize;
-        let obj = new_obj(Device { inner, platform, parent: None, is_root: true });
+        let obj = new_obj(Device {
+            inner,
+            platform,
+            parent: None,
+            is_root: true,
+        });
         reg.push((key, obj as *const _ as usize));
         obj.hold()
     }
@@ -128,9 +180,13 @@ impl Device {
     /// The wrapper of a vendor device handle, if we know it.
     pub fn lookup(inner: cl_device_id) -> Option<Ref<Device>> {
         let reg = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
-        reg.iter().find(|(k, _)| *k == inner as usize).and_then(|(_, w)| {
-            Obj::<Device>::check(*w as cl_device_id).ok().map(|o| o.hold())
-        })
+        reg.iter()
+            .find(|(k, _)| *k == inner as usize)
+            .and_then(|(_, w)| {
+                Obj::<Device>::check(*w as cl_device_id)
+                    .ok()
+                    .map(|o| o.hold())
+            })
     }
 }
 

@@ -34,7 +34,10 @@ unsafe impl Sync for VendorPlatform {}
 fn candidates() -> (Vec<String>, String) {
     let cfg = &crate::config::config().vendors;
     if !cfg.is_empty() {
-        let libs = cfg.iter().filter_map(|p| library_of_entry(Path::new(p))).collect();
+        let libs = cfg
+            .iter()
+            .filter_map(|p| library_of_entry(Path::new(p)))
+            .collect();
         return (libs, "the configured vendor list".into());
     }
     let dir = std::env::var_os("OCL_ICD_VENDORS")
@@ -78,7 +81,11 @@ fn own_library() -> Option<PathBuf> {
         if libc::dladdr(addr, &mut info) == 0 || info.dli_fname.is_null() {
             return None;
         }
-        let p = PathBuf::from(CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned());
+        let p = PathBuf::from(
+            CStr::from_ptr(info.dli_fname)
+                .to_string_lossy()
+                .into_owned(),
+        );
         std::fs::canonicalize(&p).ok().or(Some(p))
     }
 }
@@ -113,7 +120,10 @@ pub fn discover() -> Vec<VendorPlatform> {
              SoftPreempt exposes no platform"
         );
     } else {
-        tracing::info!("softpreempt: wrapping {} vendor platform(s) from {source}", out.len());
+        tracing::info!(
+            "softpreempt: wrapping {} vendor platform(s) from {source}",
+            out.len()
+        );
     }
     out
 }
@@ -170,7 +180,9 @@ fn load(lib: &str, own: Option<&Path>) -> Result<Vec<VendorPlatform>, String> {
     // SAFETY: the two-call pattern of clIcdGetPlatformIDsKHR with valid out pointers.
     let rc = unsafe { get_ids(0, std::ptr::null_mut(), &mut n) };
     if rc != 0 || n == 0 {
-        return Err(format!("clIcdGetPlatformIDsKHR reported no platform (status {rc})"));
+        return Err(format!(
+            "clIcdGetPlatformIDsKHR reported no platform (status {rc})"
+        ));
     }
     let mut ids = vec![std::ptr::null_mut(); n as usize];
     // SAFETY: `ids` has room for `n` handles.
@@ -189,8 +201,16 @@ fn load(lib: &str, own: Option<&Path>) -> Result<Vec<VendorPlatform>, String> {
         // SAFETY: every cl_khr_icd table has at least the 32 slots of OpenCL 1.0 (slot 31 is
         // clUnloadCompiler), so both reads are inside it.
         let icd2 = unsafe { *words == ICD2_TAG && *words.add(31) == ICD2_TAG };
-        let icd2_table = if icd2 { Some(icd2_table(handle, p)?) } else { None };
-        out.push(VendorPlatform { library: PathBuf::from(lib), inner: p, icd2_table });
+        let icd2_table = if icd2 {
+            Some(icd2_table(handle, p)?)
+        } else {
+            None
+        };
+        out.push(VendorPlatform {
+            library: PathBuf::from(lib),
+            inner: p,
+            icd2_table,
+        });
     }
     Ok(out)
 }
@@ -212,7 +232,9 @@ fn icd2_table(
     let mut table: cl_icd_dispatch = unsafe { std::mem::zeroed() };
     let words = &mut table as *mut cl_icd_dispatch as *mut *mut c_void;
     for (name, offset) in crate::core::platform::slot_names() {
-        let Ok(cname) = CString::new(*name) else { continue };
+        let Ok(cname) = CString::new(*name) else {
+            continue;
+        };
         // SAFETY: calling the vendor's lookup; the result is a function of that slot's
         // type or NULL, and `offset` is a field offset inside `table`.
         unsafe {

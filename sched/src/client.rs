@@ -1,0 +1,447 @@
+//! The public arbiter: [`Arbiter`] (one per device and process), [`Client`] (one per
+//! command queue), and [`Grant`] (permission to submit one slice).
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::error::SchedError;
+use crate::futex;
+use crate::layout::{slot_offset, truncate_utf8, write_bytes, NAME_BYTES};
+use crate::liveness;
+use crate::options::ArbiterOptions;
+use crate::policy::{Decision, View};
+use crate::priority::Priority;
+use crate::segment::Segment;
+use crate::stats::{read_client, snapshot, ClientStats, SegmentSnapshot};
+use crate::sync::Ordering;
+
+/// State shared by an [`Arbiter`] and its clients.
+struct Shared {
+    seg: Segment,
+    /// Serialises reclaim inside this process: every reclaim here locks through the same
+    /// open file description (`seg.file`), which would not exclude our own threads.
+    reclaim: Mutex<()>,
+    liveness_interval_ns: u64,
+}
+
+impl Shared {
+    fn view(&self) -> View<'_> {
+        self.seg.view()
+    }
+
+    fn wake(&self) {
+        futex::wake_all(&self.seg.header().generation);
+    }
+
+    fn notify(&self) {
+        if self.view().notify() {
+            self.wake();
+        }
+    }
+
+    /// Reclaims every slot whose owner died (its lock can be taken). Returns how many.
+    fn reclaim_dead(&self, skip: Option<usize>) -> usize {
+        let _g = self.reclaim.lock().unwrap_or_else(|e| e.into_inner());
+        let v = self.view();
+        let mut n = 0;
+        for i in 0..self.seg.slot_count() {
+            if Some(i) == skip || !v.occupied(i) {
+                continue;
+            }
+            let off = slot_offset(i) as u64;
+            if let Ok(true) = liveness::try_lock(&self.seg.file, off) {
+                // We hold the dead owner's lock, so nobody can claim the slot meanwhile.
+                if v.occupied(i) {
+                    let s = &v.slots[i];
+                    tracing::warn!(
+                        slot = i,
+                        pid = s.pid.load(Ordering::Relaxed),
+                        inflight = s.inflight.load(Ordering::Relaxed),
+                        path = %self.seg.path.display(),
+                        "reclaiming the slot of a dead client"
+                    );
+                    v.clear_slot(i, crate::layout::SLOT_RECLAIMED);
+                    n += 1;
+                }
+                let _ = liveness::unlock(&self.seg.file, off);
+            }
+        }
+        if n > 0 {
+            self.notify();
+        }
+        n
+    }
+}
+
+/// The segment-wide policy parameters in force (as recorded by the segment's creator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PolicyParams {
+    /// Slices a client may have granted and not completed.
+    pub max_inflight: u32,
+    /// Min share as "one grant in N" (0 = strict priority).
+    pub min_share_every: u32,
+    /// Linger after idle.
+    pub hp_linger: Duration,
+}
+
+/// One device's arbiter in this process. Cheap to share: clients keep the segment alive.
+pub struct Arbiter {
+    shared: Arc<Shared>,
+}
+
+impl Arbiter {
+    /// Opens (or creates) the segment for `device_key`.
+    pub fn open(device_key: &str, opts: &ArbiterOptions) -> Result<Arbiter, SchedError> {
+        let seg = Segment::open_or_create(device_key, opts)?;
+        Ok(Arbiter {
+            shared: Arc::new(Shared {
+                seg,
+                reclaim: Mutex::new(()),
+                liveness_interval_ns: opts.liveness_interval.as_nanos().min(u64::MAX as u128)
+                    as u64,
+            }),
+        })
+    }
+
+    /// Path of the segment file.
+    pub fn path(&self) -> &Path {
+        &self.shared.seg.path
+    }
+
+    /// The policy recorded in the segment.
+    pub fn policy(&self) -> PolicyParams {
+        let p = self.shared.seg.params;
+        PolicyParams {
+            max_inflight: p.max_inflight,
+            min_share_every: p.share_every,
+            hp_linger: Duration::from_nanos(p.linger_ns),
+        }
+    }
+
+    /// Registers a client (one per command queue). Each client gets its own slot and its
+    /// own open file description holding the slot's OFD lock, so several clients of one
+    /// process are arbitrated like separate processes.
+    pub fn register(&self, info: ClientInfo) -> Result<Client, SchedError> {
+        let sh = &self.shared;
+        let fd = sh.seg.reopen()?;
+        let v = sh.view();
+        let n = sh.seg.slot_count();
+        let me = std::process::id();
+        let start_time = liveness::process_start_time(me).unwrap_or(0);
+        let exe = info.exe.clone().unwrap_or_else(default_exe);
+        for pass in 0..2 {
+            for i in 0..n {
+                // First pass: free slots only; second pass: also slots of dead owners.
+                if pass == 0 && v.occupied(i) {
+                    continue;
+                }
+                let off = slot_offset(i) as u64;
+                match liveness::try_lock(&fd, off) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(e) => return Err(SchedError::io("lock", &sh.seg.path, e)),
+                }
+                let _g = sh.reclaim.lock().unwrap_or_else(|e| e.into_inner());
+                if v.occupied(i) {
+                    // We hold its lock, so its owner is dead: reclaim it for ourselves.
+                    tracing::warn!(slot = i, "reclaiming the slot of a dead client");
+                    v.clear_slot(i, crate::layout::SLOT_RECLAIMED);
+                }
+                v.claim(i, info.priority, |s| {
+                    s.pid.store(me, Ordering::Relaxed);
+                    s.start_time.store(start_time, Ordering::Relaxed);
+                    s.uid.store(liveness::euid(), Ordering::Relaxed);
+                    s.last_activity_ns
+                        .store(liveness::now_ns(), Ordering::Relaxed);
+                    write_bytes(&s.exe, truncate_utf8(&exe, NAME_BYTES));
+                    write_bytes(&s.label, truncate_utf8(&info.label, NAME_BYTES));
+                });
+                drop(_g);
+                tracing::debug!(slot = i, priority = %info.priority, label = %info.label, "registered arbiter client");
+                return Ok(Client {
+                    shared: self.shared.clone(),
+                    _lock: fd,
+                    slot: i,
+                    pri: info.priority,
+                });
+            }
+        }
+        Err(SchedError::Full { slots: n as u32 })
+    }
+
+    /// Reclaims the slots of dead clients now (waiters also do this lazily).
+    pub fn reclaim_dead(&self) -> usize {
+        self.shared.reclaim_dead(None)
+    }
+
+    /// Every client of this device, with statistics.
+    pub fn snapshot(&self) -> SegmentSnapshot {
+        snapshot(&self.shared.seg)
+    }
+}
+
+fn default_exe() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_default()
+}
+
+/// Who is registering.
+#[derive(Clone, Debug, Default)]
+pub struct ClientInfo {
+    /// Priority of this client (queue).
+    pub priority: Priority,
+    /// Executable name (first 32 bytes kept); default: this process's executable.
+    pub exe: Option<String>,
+    /// Free-form queue label (first 32 bytes kept).
+    pub label: String,
+}
+
+impl ClientInfo {
+    /// A client with `priority`, default executable name and no label.
+    pub fn new(priority: Priority) -> Self {
+        ClientInfo {
+            priority,
+            ..Default::default()
+        }
+    }
+
+    /// Sets the queue label.
+    pub fn with_label(mut self, label: &str) -> Self {
+        self.label = label.to_string();
+        self
+    }
+
+    /// Sets the executable name.
+    pub fn with_exe(mut self, exe: &str) -> Self {
+        self.exe = Some(exe.to_string());
+        self
+    }
+}
+
+/// A registered client: one slot in the segment, held (through its OFD lock) until drop.
+///
+/// `Client` is `Send + Sync`: the submitter thread may acquire while another thread (an
+/// event callback) completes.
+pub struct Client {
+    shared: Arc<Shared>,
+    /// Holds the OFD lock on our slot's byte for our lifetime; closing it releases the lock.
+    _lock: File,
+    slot: usize,
+    pri: Priority,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("slot", &self.slot)
+            .field("priority", &self.pri)
+            .finish()
+    }
+}
+
+impl Client {
+    /// Slot index in the segment.
+    pub fn slot(&self) -> usize {
+        self.slot
+    }
+
+    /// This client's priority.
+    pub fn priority(&self) -> Priority {
+        self.pri
+    }
+
+    /// Raises demand: work is queued and the next slice is ready to submit. While raised,
+    /// it blocks every lower priority and takes part in the round robin of its priority.
+    /// Idempotent; `acquire` calls it implicitly.
+    pub fn announce_demand(&self) {
+        self.shared
+            .view()
+            .announce(self.slot, self.pri, liveness::now_ns());
+    }
+
+    /// Drops demand (queue empty). With `hp_linger`, it lingers for that long after now or
+    /// after the last completion, so a bursty high-priority client keeps the device.
+    pub fn idle(&self) {
+        self.shared
+            .view()
+            .idle(self.slot, self.pri, liveness::now_ns());
+        self.shared.notify();
+    }
+
+    fn decide(&self, v: &View<'_>) -> Decision {
+        let d = v.try_grant(self.slot, self.pri, liveness::now_ns());
+        if let Decision::Granted { notify: true, .. } = d {
+            self.shared.notify();
+        }
+        d
+    }
+
+    fn grant(&self, share: bool) -> Grant<'_> {
+        Grant {
+            client: self,
+            token: Some(GrantToken { share }),
+        }
+    }
+
+    /// One non-blocking grant attempt for the next slice.
+    pub fn try_acquire(&self) -> Option<Grant<'_>> {
+        let v = self.shared.view();
+        if !v.has_demand(self.slot, self.pri) {
+            self.announce_demand();
+        }
+        match self.decide(&v) {
+            Decision::Granted { share, .. } => Some(self.grant(share)),
+            _ => None,
+        }
+    }
+
+    /// Waits (futex, bounded by `timeout`) for a grant for the next slice. While blocked,
+    /// checks every `liveness_interval` whether clients in the way died, and reclaims them.
+    pub fn acquire(&self, timeout: Duration) -> Result<Grant<'_>, SchedError> {
+        if let Some(g) = self.try_acquire() {
+            return Ok(g);
+        }
+        let sh = &*self.shared;
+        let v = sh.view();
+        let s = &v.slots[self.slot];
+        let start = liveness::now_ns();
+        let deadline = start.saturating_add(timeout.as_nanos().min(u64::MAX as u128) as u64);
+        let mut next_check = start.saturating_add(sh.liveness_interval_ns);
+        s.yields.fetch_add(1, Ordering::Relaxed);
+        v.set_waiting(self.slot, self.pri, true);
+        let result = loop {
+            // Generation first, decision second: a change after the decision bumps it.
+            let g = v.generation();
+            let until = match self.decide(&v) {
+                Decision::Granted { share, .. } => break Ok(share),
+                Decision::Blocked { until_ns } => until_ns,
+                Decision::InflightFull => None,
+            };
+            let now = liveness::now_ns();
+            if now >= deadline {
+                break Err(SchedError::Timeout);
+            }
+            if now >= next_check {
+                sh.reclaim_dead(Some(self.slot));
+                next_check = now.saturating_add(sh.liveness_interval_ns);
+                continue;
+            }
+            let wake_at = deadline.min(next_check).min(until.unwrap_or(u64::MAX));
+            futex::wait(
+                &v.h.generation,
+                g,
+                Duration::from_nanos(wake_at.saturating_sub(now).max(1)),
+            );
+        };
+        v.set_waiting(self.slot, self.pri, false);
+        s.wait_ns
+            .fetch_add(liveness::now_ns().saturating_sub(start), Ordering::Relaxed);
+        match result {
+            Ok(share) => Ok(self.grant(share)),
+            Err(e) => {
+                tracing::debug!(slot = self.slot, "timed out waiting for a slice grant");
+                Err(e)
+            }
+        }
+    }
+
+    /// Reports a detached grant's slice done, with its measured duration.
+    pub fn complete_token(&self, token: GrantToken, duration_ns: u64) {
+        let _ = token.share;
+        let v = self.shared.view();
+        if v.complete(self.slot, self.pri, liveness::now_ns(), duration_ns) {
+            self.shared.notify();
+        }
+    }
+
+    /// Is a strictly higher priority registered on this device (even idle)? The caller
+    /// slices launches only then.
+    pub fn higher_priority_registered(&self) -> bool {
+        self.shared.view().higher_registered(self.slot, self.pri)
+    }
+
+    /// Is another client of the same or higher priority registered (so slicing helps the
+    /// round robin too)?
+    pub fn contended(&self) -> bool {
+        self.shared.view().contended(self.slot, self.pri)
+    }
+
+    /// Cheap check between slices: would a higher priority (demand or linger) block our
+    /// next grant right now?
+    pub fn should_yield(&self) -> bool {
+        self.shared
+            .view()
+            .blocked_by_higher(self.slot, self.pri, liveness::now_ns())
+            .is_some()
+    }
+
+    /// This client's statistics.
+    pub fn stats(&self) -> ClientStats {
+        read_client(&self.shared.view(), self.slot, None, liveness::now_ns())
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.shared.view().release(self.slot);
+        self.shared.notify();
+        tracing::debug!(slot = self.slot, "unregistered arbiter client");
+        // `_lock` closes after this, releasing the slot's OFD lock.
+    }
+}
+
+/// Permission to submit one slice. Complete it with [`Grant::complete`]; dropping it
+/// completes it with a zero duration, so a grant is never leaked.
+#[must_use = "a grant must be completed when its slice is done"]
+pub struct Grant<'c> {
+    client: &'c Client,
+    token: Option<GrantToken>,
+}
+
+impl Grant<'_> {
+    /// Was this grant given by the min-share rule (a lower level let through)?
+    pub fn is_share(&self) -> bool {
+        self.token.as_ref().is_some_and(|t| t.share)
+    }
+
+    /// Reports the slice done, with its measured duration in ns.
+    pub fn complete(mut self, duration_ns: u64) {
+        if let Some(t) = self.token.take() {
+            self.client.complete_token(t, duration_ns);
+        }
+    }
+
+    /// Detaches the grant from the client's borrow, e.g. to complete it from an event
+    /// callback; pass the token to [`Client::complete_token`].
+    pub fn into_token(mut self) -> GrantToken {
+        self.token
+            .take()
+            .expect("grant token present until consumed")
+    }
+}
+
+impl Drop for Grant<'_> {
+    fn drop(&mut self) {
+        if let Some(t) = self.token.take() {
+            self.client.complete_token(t, 0);
+        }
+    }
+}
+
+/// A detached grant. Not `Clone`: it completes exactly once.
+#[must_use = "a grant token must be passed to Client::complete_token"]
+#[derive(Debug)]
+pub struct GrantToken {
+    share: bool,
+}
+
+impl GrantToken {
+    /// Was this grant given by the min-share rule?
+    pub fn is_share(&self) -> bool {
+        self.share
+    }
+}

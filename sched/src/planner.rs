@@ -1,0 +1,459 @@
+//! The slice planner: pure functions that cut an NDRange into slices of whole work-groups
+//! along its largest dimension, sized by a per-(kernel, device) timing model.
+//!
+//! A slice is `(offset[3], size[3])`, launched with `global_work_offset = offset`,
+//! `global_work_size = size` and the original local size. Along the sliced dimension a
+//! slice covers whole rows of work-groups, starting at a multiple of the local size from
+//! the original offset; the last slice also carries the remainder group of a non-uniform
+//! NDRange (OpenCL 2.0+). Other dimensions are covered in full.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use crate::error::SchedError;
+
+/// An NDRange with its local size fixed. Unused dimensions have offset 0, size 1, local 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NdRange {
+    /// 1..=3.
+    pub work_dim: u32,
+    /// `global_work_offset`.
+    pub global_offset: [usize; 3],
+    /// `global_work_size`.
+    pub global_size: [usize; 3],
+    /// `local_work_size`, nonzero.
+    pub local_size: [usize; 3],
+}
+
+/// One slice of an NDRange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    /// `global_work_offset` for this slice.
+    pub offset: [usize; 3],
+    /// `global_work_size` for this slice.
+    pub size: [usize; 3],
+    /// The sliced dimension.
+    pub dim: usize,
+    /// First work-group row (along `dim`) covered.
+    pub first_row: u64,
+    /// Work-group rows covered.
+    pub rows: u64,
+    /// Work-groups in this slice.
+    pub work_groups: u64,
+}
+
+impl NdRange {
+    /// Builds and checks an NDRange from OpenCL-style arrays of `work_dim` entries
+    /// (`offset` may be empty for "no offset").
+    pub fn new(
+        work_dim: u32,
+        offset: &[usize],
+        global: &[usize],
+        local: &[usize],
+    ) -> Result<NdRange, SchedError> {
+        let bad = |s: &str| Err(SchedError::InvalidArgument(s.to_string()));
+        let d = work_dim as usize;
+        if !(1..=3).contains(&d) {
+            return bad("work_dim must be 1..=3");
+        }
+        if global.len() != d || local.len() != d || !(offset.is_empty() || offset.len() == d) {
+            return bad("offset, global and local sizes must have work_dim entries");
+        }
+        let mut r = NdRange {
+            work_dim,
+            global_offset: [0; 3],
+            global_size: [1; 3],
+            local_size: [1; 3],
+        };
+        for i in 0..d {
+            if local[i] == 0 {
+                return bad("local size must be nonzero");
+            }
+            r.global_size[i] = global[i];
+            r.local_size[i] = local[i];
+            r.global_offset[i] = offset.get(i).copied().unwrap_or(0);
+            if r.global_offset[i].checked_add(global[i]).is_none() {
+                return bad("global offset + size overflows");
+            }
+        }
+        Ok(r)
+    }
+
+    /// Work-groups per dimension (a partial remainder group counts as one).
+    pub fn groups(&self) -> [u64; 3] {
+        std::array::from_fn(|i| self.global_size[i].div_ceil(self.local_size[i].max(1)) as u64)
+    }
+
+    /// Total work-groups.
+    pub fn total_groups(&self) -> u64 {
+        self.groups().iter().product()
+    }
+
+    /// The dimension to slice: the one with the most work-groups (lowest index on ties).
+    pub fn slice_dim(&self) -> usize {
+        let g = self.groups();
+        let mut best = 0;
+        for i in 1..self.work_dim as usize {
+            if g[i] > g[best] {
+                best = i;
+            }
+        }
+        best
+    }
+
+    /// Work-group rows along the sliced dimension.
+    pub fn rows(&self) -> u64 {
+        self.groups()[self.slice_dim()]
+    }
+
+    /// Work-groups in one row (the product over the other dimensions).
+    pub fn groups_per_row(&self) -> u64 {
+        let g = self.groups();
+        let d = self.slice_dim();
+        (0..3).filter(|&i| i != d).map(|i| g[i]).product()
+    }
+}
+
+/// The slice covering rows `[first_row, first_row + rows)`, clamped to what remains.
+/// `None` if `first_row` is past the end or `rows` is 0.
+pub fn slice_at(range: &NdRange, first_row: u64, rows: u64) -> Option<Slice> {
+    let total = range.rows();
+    if rows == 0 || first_row >= total {
+        return None;
+    }
+    let rows = rows.min(total - first_row);
+    let d = range.slice_dim();
+    let local = range.local_size[d];
+    let start = first_row as usize * local;
+    let end = ((first_row + rows) as usize * local).min(range.global_size[d]);
+    let mut offset = range.global_offset;
+    let mut size = range.global_size;
+    offset[d] += start;
+    size[d] = end - start;
+    Some(Slice {
+        offset,
+        size,
+        dim: d,
+        first_row,
+        rows,
+        work_groups: rows * range.groups_per_row(),
+    })
+}
+
+/// Exponentially weighted moving average of ns per work-group, for one (kernel, device).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimingModel {
+    ns_per_wg: f64,
+    samples: u64,
+    alpha: f64,
+}
+
+impl Default for TimingModel {
+    fn default() -> Self {
+        TimingModel::new(0.25)
+    }
+}
+
+impl TimingModel {
+    /// A model with no data; `alpha` (0..=1) is the weight of a new observation.
+    pub fn new(alpha: f64) -> Self {
+        TimingModel {
+            ns_per_wg: 0.0,
+            samples: 0,
+            alpha: alpha.clamp(0.01, 1.0),
+        }
+    }
+
+    /// Records that `work_groups` groups took `ns` (from profiling events).
+    pub fn observe(&mut self, work_groups: u64, ns: u64) {
+        if work_groups == 0 {
+            return;
+        }
+        let per = ns as f64 / work_groups as f64;
+        self.ns_per_wg = if self.samples == 0 {
+            per
+        } else {
+            self.alpha * per + (1.0 - self.alpha) * self.ns_per_wg
+        };
+        self.samples += 1;
+    }
+
+    /// Observations so far.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Estimated ns per work-group, once there is data.
+    pub fn ns_per_wg(&self) -> Option<f64> {
+        (self.samples > 0).then_some(self.ns_per_wg)
+    }
+
+    /// Predicted ns for `work_groups` groups, once there is data.
+    pub fn predict(&self, work_groups: u64) -> Option<u64> {
+        self.ns_per_wg()
+            .map(|p| (p * work_groups as f64).min(u64::MAX as f64) as u64)
+    }
+}
+
+/// Timing models keyed by (kernel, device) or any key the caller chooses.
+#[derive(Debug, Default)]
+pub struct TimingTable<K: Hash + Eq> {
+    models: HashMap<K, TimingModel>,
+}
+
+impl<K: Hash + Eq> TimingTable<K> {
+    /// An empty table.
+    pub fn new() -> Self {
+        TimingTable {
+            models: HashMap::new(),
+        }
+    }
+
+    /// The model for `key` (a fresh one if unseen).
+    pub fn get(&self, key: &K) -> TimingModel {
+        self.models.get(key).copied().unwrap_or_default()
+    }
+
+    /// Records an observation for `key`.
+    pub fn observe(&mut self, key: K, work_groups: u64, ns: u64) {
+        self.models.entry(key).or_default().observe(work_groups, ns);
+    }
+}
+
+/// Rows per slice that the model predicts fit in `target_ns` (at least 1); `None` without
+/// data.
+pub fn rows_for_target(range: &NdRange, model: &TimingModel, target_ns: u64) -> Option<u64> {
+    let per_wg = model.ns_per_wg()?;
+    let per_row = per_wg * range.groups_per_row() as f64;
+    if per_row <= 0.0 || !per_row.is_finite() {
+        return Some(range.rows().max(1));
+    }
+    Some(((target_ns as f64 / per_row).floor() as u64).max(1))
+}
+
+/// Plans the next slice after `rows_done` rows. Without model data it takes
+/// `slow_start_rows` rows (the caller grows that between slices, see [`SlicePlanner`]).
+pub fn plan_next(
+    range: &NdRange,
+    rows_done: u64,
+    model: &TimingModel,
+    target_ns: u64,
+    slow_start_rows: u64,
+) -> Option<Slice> {
+    let rows = rows_for_target(range, model, target_ns).unwrap_or(slow_start_rows.max(1));
+    slice_at(range, rows_done, rows)
+}
+
+/// Walks one NDRange slice by slice, with slow start for kernels never seen: 1 row, then
+/// doubling, until the timing model has data.
+#[derive(Clone, Debug)]
+pub struct SlicePlanner {
+    range: NdRange,
+    rows_done: u64,
+    slow_start_rows: u64,
+}
+
+impl SlicePlanner {
+    /// A planner at the start of `range`.
+    pub fn new(range: NdRange) -> Self {
+        SlicePlanner {
+            range,
+            rows_done: 0,
+            slow_start_rows: 1,
+        }
+    }
+
+    /// The range being planned.
+    pub fn range(&self) -> &NdRange {
+        &self.range
+    }
+
+    /// Rows already handed out.
+    pub fn rows_done(&self) -> u64 {
+        self.rows_done
+    }
+
+    /// True when every row has been handed out.
+    pub fn is_done(&self) -> bool {
+        self.rows_done >= self.range.rows()
+    }
+
+    /// The next slice, or `None` when the range is covered.
+    pub fn next_slice(&mut self, model: &TimingModel, target_ns: u64) -> Option<Slice> {
+        let s = plan_next(
+            &self.range,
+            self.rows_done,
+            model,
+            target_ns,
+            self.slow_start_rows,
+        )?;
+        if model.samples() == 0 {
+            self.slow_start_rows = self.slow_start_rows.saturating_mul(2);
+        }
+        self.rows_done += s.rows;
+        Some(s)
+    }
+}
+
+/// Iterates all slices of `range` with a fixed number of rows per slice.
+pub fn slices(range: NdRange, rows_per_slice: u64) -> impl Iterator<Item = Slice> {
+    let mut next = 0u64;
+    std::iter::from_fn(move || {
+        let s = slice_at(&range, next, rows_per_slice.max(1))?;
+        next += s.rows;
+        Some(s)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn slices_largest_dimension_by_groups() {
+        // 2D: 64x1000 items, local 1x100 → groups 64 x 10: slice dim 0.
+        let r = NdRange::new(2, &[], &[64, 1000], &[1, 100]).unwrap();
+        assert_eq!(r.groups(), [64, 10, 1]);
+        assert_eq!(r.slice_dim(), 0);
+        assert_eq!(r.groups_per_row(), 10);
+        let s = slice_at(&r, 4, 3).unwrap();
+        assert_eq!(s.offset, [4, 0, 0]);
+        assert_eq!(s.size, [3, 1000, 1]);
+        assert_eq!(s.work_groups, 30);
+    }
+
+    #[test]
+    fn remainder_group_goes_in_last_slice() {
+        let r = NdRange::new(1, &[5], &[10], &[4]).unwrap();
+        let all: Vec<Slice> = slices(r, 2).collect();
+        assert_eq!(all.len(), 2);
+        assert_eq!((all[0].offset[0], all[0].size[0]), (5, 8));
+        assert_eq!((all[1].offset[0], all[1].size[0]), (13, 2));
+    }
+
+    #[test]
+    fn slow_start_doubles_until_model_has_data() {
+        let r = NdRange::new(1, &[], &[1 << 20], &[64]).unwrap();
+        let mut p = SlicePlanner::new(r);
+        let mut m = TimingModel::default();
+        let rows: Vec<u64> = (0..4)
+            .map(|_| p.next_slice(&m, 1_000_000).unwrap().rows)
+            .collect();
+        assert_eq!(rows, vec![1, 2, 4, 8]);
+        m.observe(8, 8_000); // 1 µs per work-group
+        let s = p.next_slice(&m, 1_000_000).unwrap();
+        assert_eq!(s.rows, 1000);
+        assert_eq!(m.predict(1000), Some(1_000_000));
+    }
+
+    #[test]
+    fn ewma_moves_towards_new_observations() {
+        let mut m = TimingModel::new(0.5);
+        assert_eq!(m.predict(1), None);
+        m.observe(10, 1000);
+        m.observe(10, 3000);
+        assert_eq!(m.ns_per_wg(), Some(200.0));
+        let mut t: TimingTable<(&str, u32)> = TimingTable::new();
+        t.observe(("k", 0), 1, 5);
+        assert_eq!(t.get(&("k", 0)).samples(), 1);
+        assert_eq!(t.get(&("k", 1)).samples(), 0);
+    }
+
+    #[test]
+    fn rejects_bad_ranges() {
+        assert!(NdRange::new(0, &[], &[], &[]).is_err());
+        assert!(NdRange::new(4, &[], &[1; 4], &[1; 4]).is_err());
+        assert!(NdRange::new(1, &[], &[8], &[0]).is_err());
+        assert!(NdRange::new(2, &[], &[8], &[1]).is_err());
+        assert!(NdRange::new(1, &[usize::MAX], &[8], &[1]).is_err());
+        let empty = NdRange::new(1, &[], &[0], &[4]).unwrap();
+        assert_eq!(slices(empty, 1).count(), 0);
+    }
+
+    fn arb_range() -> impl Strategy<Value = NdRange> {
+        (1u32..=3)
+            .prop_flat_map(|d| {
+                (
+                    Just(d),
+                    prop::collection::vec(0usize..50, d as usize),
+                    prop::collection::vec(1usize..24, d as usize),
+                    prop::collection::vec(1usize..6, d as usize),
+                )
+            })
+            .prop_map(|(d, o, g, l)| NdRange::new(d, &o, &g, &l).unwrap())
+    }
+
+    /// Checks that `slices` tile `r` exactly once, aligned to the local size.
+    #[allow(clippy::needless_range_loop)]
+    fn check_tiling(r: &NdRange, slices: &[Slice]) -> Result<(), TestCaseError> {
+        let g = r.global_size;
+        let mut hits = vec![0u8; g[0] * g[1] * g[2]];
+        let d = r.slice_dim();
+        for s in slices {
+            for i in 0..3 {
+                let rel = s.offset[i] - r.global_offset[i];
+                if i == d {
+                    prop_assert_eq!(rel % r.local_size[i], 0, "slice start not aligned");
+                    let end = rel + s.size[i];
+                    prop_assert!(
+                        s.size[i] % r.local_size[i] == 0 || end == g[i],
+                        "partial group not at the end"
+                    );
+                } else {
+                    prop_assert_eq!(rel, 0);
+                    prop_assert_eq!(s.size[i], g[i]);
+                }
+            }
+            for z in 0..s.size[2] {
+                for y in 0..s.size[1] {
+                    for x in 0..s.size[0] {
+                        let (gx, gy, gz) = (
+                            s.offset[0] - r.global_offset[0] + x,
+                            s.offset[1] - r.global_offset[1] + y,
+                            s.offset[2] - r.global_offset[2] + z,
+                        );
+                        prop_assert!(gx < g[0] && gy < g[1] && gz < g[2], "outside range");
+                        hits[(gz * g[1] + gy) * g[0] + gx] += 1;
+                    }
+                }
+            }
+        }
+        prop_assert!(hits.iter().all(|&h| h == 1), "gap or overlap");
+        prop_assert_eq!(
+            slices.iter().map(|s| s.work_groups).sum::<u64>(),
+            r.total_groups()
+        );
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn fixed_slices_tile_exactly_once(r in arb_range(), rows in 1u64..7) {
+            let all: Vec<Slice> = slices(r, rows).collect();
+            check_tiling(&r, &all)?;
+        }
+
+        #[test]
+        fn planned_slices_tile_exactly_once(
+            r in arb_range(),
+            obs in prop::collection::vec((1u64..10, 1u64..100_000), 0..6),
+            target in 1u64..200_000,
+        ) {
+            let mut p = SlicePlanner::new(r);
+            let mut m = TimingModel::default();
+            let mut out = Vec::new();
+            let mut obs = obs.into_iter();
+            while let Some(s) = p.next_slice(&m, target) {
+                prop_assert!(s.rows >= 1);
+                out.push(s);
+                if let Some((wg, ns)) = obs.next() {
+                    m.observe(wg, ns);
+                }
+                prop_assert!(out.len() as u64 <= r.rows());
+            }
+            prop_assert!(p.is_done());
+            check_tiling(&r, &out)?;
+        }
+    }
+}

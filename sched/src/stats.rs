@@ -1,0 +1,206 @@
+//! Per-client statistics and read-only inspection of segments (for `softpreempt status`).
+
+use std::path::{Path, PathBuf};
+
+use crate::error::SchedError;
+use crate::layout::{read_name, SLOT_ACTIVE, SLOT_CLAIMING, SLOT_RECLAIMED};
+use crate::liveness;
+use crate::policy::View;
+use crate::priority::Priority;
+use crate::segment::Segment;
+use crate::sync::Ordering;
+
+/// What a client is doing, as another process sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientState {
+    /// Slices granted and not yet completed.
+    Running,
+    /// Blocked in `acquire`.
+    Waiting,
+    /// Has demand, nothing in flight, not waiting (between slices).
+    Ready,
+    /// Idle, but its demand still lingers (`hp_linger`).
+    Lingering,
+    /// Registered, no demand.
+    Idle,
+    /// Being registered.
+    Claiming,
+    /// Its process died; another process reclaimed the slot.
+    Reclaimed,
+}
+
+impl ClientState {
+    /// Lower-case name for status output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientState::Running => "running",
+            ClientState::Waiting => "waiting",
+            ClientState::Ready => "ready",
+            ClientState::Lingering => "lingering",
+            ClientState::Idle => "idle",
+            ClientState::Claiming => "claiming",
+            ClientState::Reclaimed => "reclaimed",
+        }
+    }
+}
+
+/// One client's statistics. Values come from shared memory: informative, not trusted.
+#[derive(Clone, Debug)]
+pub struct ClientStats {
+    /// Slot index.
+    pub slot: usize,
+    /// Owner pid.
+    pub pid: u32,
+    /// Owner start time (clock ticks after boot).
+    pub start_time: u64,
+    /// Owner uid.
+    pub uid: u32,
+    /// Priority (`None` if the slot holds a corrupt value).
+    pub priority: Option<Priority>,
+    /// Executable name.
+    pub exe: String,
+    /// Queue label.
+    pub label: String,
+    /// Current state.
+    pub state: ClientState,
+    /// Demand raised.
+    pub demand: bool,
+    /// Slices granted and not completed.
+    pub inflight: u32,
+    /// Grants obtained.
+    pub grants: u64,
+    /// Of which by the min-share rule.
+    pub share_grants: u64,
+    /// Slices reported done.
+    pub slices: u64,
+    /// Times `acquire` had to wait.
+    pub yields: u64,
+    /// Total ns waited in `acquire`.
+    pub wait_ns: u64,
+    /// Total ns of slice time reported.
+    pub busy_ns: u64,
+    /// CLOCK_MONOTONIC ns of the last activity.
+    pub last_activity_ns: u64,
+    /// Claims of this slot so far.
+    pub incarnation: u64,
+    /// Whether the owner process (pid + start time) still runs; `None` when not checked.
+    pub process_alive: Option<bool>,
+    /// Whether the slot's OFD lock is held (the owner is alive); `None` when not checked.
+    pub lock_held: Option<bool>,
+}
+
+/// A whole segment, read without registering.
+#[derive(Clone, Debug)]
+pub struct SegmentSnapshot {
+    /// File path.
+    pub path: PathBuf,
+    /// The device key.
+    pub device_key: String,
+    /// File owner uid.
+    pub owner_uid: u32,
+    /// Number of slots.
+    pub slot_count: usize,
+    /// Segment-wide `max_inflight`.
+    pub max_inflight: u32,
+    /// Segment-wide min share, as "one grant in N" (0 = off).
+    pub min_share_every: u32,
+    /// Segment-wide linger, ns.
+    pub hp_linger_ns: u64,
+    /// Grants issued on this device.
+    pub total_grants: u64,
+    /// Slots reclaimed from dead processes.
+    pub reclaims: u64,
+    /// CLOCK_REALTIME ns at creation.
+    pub created_realtime_ns: u64,
+    /// Every slot that is or was in use (active, claiming or reclaimed).
+    pub clients: Vec<ClientStats>,
+}
+
+/// Reads slot `i` (any state). `seg` enables the lock and process checks.
+pub(crate) fn read_client(v: &View<'_>, i: usize, seg: Option<&Segment>, now: u64) -> ClientStats {
+    let s = &v.slots[i];
+    let state_word = s.state.load(Ordering::Acquire);
+    let priority = Priority::from_rank(s.rank.load(Ordering::Relaxed));
+    let inflight = s.inflight.load(Ordering::Relaxed);
+    let (mut demand, mut linger, mut waiting) = (false, false, false);
+    for (d, l, w, _) in v.level_bits(i) {
+        demand |= d;
+        linger |= l;
+        waiting |= w;
+    }
+    let state = match state_word {
+        SLOT_RECLAIMED => ClientState::Reclaimed,
+        SLOT_CLAIMING => ClientState::Claiming,
+        _ if waiting => ClientState::Waiting,
+        _ if inflight > 0 => ClientState::Running,
+        _ if demand => ClientState::Ready,
+        _ if linger && s.linger_until_ns.load(Ordering::Relaxed) > now => ClientState::Lingering,
+        _ => ClientState::Idle,
+    };
+    let pid = s.pid.load(Ordering::Relaxed);
+    let start_time = s.start_time.load(Ordering::Relaxed);
+    let active = matches!(state_word, SLOT_ACTIVE | SLOT_CLAIMING);
+    ClientStats {
+        slot: i,
+        pid,
+        start_time,
+        uid: s.uid.load(Ordering::Relaxed),
+        priority,
+        exe: read_name(&s.exe),
+        label: read_name(&s.label),
+        state,
+        demand,
+        inflight,
+        grants: s.grants.load(Ordering::Relaxed),
+        share_grants: s.share_grants.load(Ordering::Relaxed),
+        slices: s.slices.load(Ordering::Relaxed),
+        yields: s.yields.load(Ordering::Relaxed),
+        wait_ns: s.wait_ns.load(Ordering::Relaxed),
+        busy_ns: s.busy_ns.load(Ordering::Relaxed),
+        last_activity_ns: s.last_activity_ns.load(Ordering::Relaxed),
+        incarnation: s.incarnation.load(Ordering::Relaxed),
+        process_alive: seg.map(|_| liveness::process_alive(pid, start_time)),
+        lock_held: seg.and_then(|seg| {
+            if active {
+                liveness::is_locked(&seg.file, crate::layout::slot_offset(i) as u64).ok()
+            } else {
+                Some(false)
+            }
+        }),
+    }
+}
+
+pub(crate) fn snapshot(seg: &Segment) -> SegmentSnapshot {
+    let v = seg.view();
+    let h = v.h;
+    let now = liveness::now_ns();
+    let clients = (0..seg.slot_count())
+        .filter(|&i| {
+            matches!(
+                v.slots[i].state.load(Ordering::Acquire),
+                SLOT_ACTIVE | SLOT_CLAIMING | SLOT_RECLAIMED
+            )
+        })
+        .map(|i| read_client(&v, i, Some(seg), now))
+        .collect();
+    SegmentSnapshot {
+        path: seg.path.clone(),
+        device_key: h.key_string(),
+        owner_uid: seg.owner_uid,
+        slot_count: seg.slot_count(),
+        max_inflight: seg.params.max_inflight,
+        min_share_every: seg.params.share_every,
+        hp_linger_ns: seg.params.linger_ns,
+        total_grants: h.total_grants.load(Ordering::Relaxed),
+        reclaims: h.reclaims.load(Ordering::Relaxed),
+        created_realtime_ns: h.created_realtime_ns.load(Ordering::Relaxed),
+        clients,
+    }
+}
+
+/// Opens the segment at `path` read-only, without registering, and reads every client.
+/// Dead owners show as `lock_held == Some(false)` until someone reclaims them.
+pub fn inspect(path: &Path) -> Result<SegmentSnapshot, SchedError> {
+    let seg = Segment::open_read_only(path)?;
+    Ok(snapshot(&seg))
+}

@@ -1,0 +1,264 @@
+//! In-process tests of the public API (several clients in one process are arbitrated like
+//! separate processes).
+#![cfg(not(loom))]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{eventually, TestDir};
+use softpreempt_sched::*;
+
+const LIVENESS: Duration = Duration::from_secs(30);
+
+fn info(p: &str, label: &str) -> ClientInfo {
+    ClientInfo::new(p.parse().unwrap()).with_label(label)
+}
+
+#[test]
+fn two_clients_in_one_process_obey_priority() {
+    let d = TestDir::new("prio");
+    let arb = Arbiter::open("dev0", &d.opts()).unwrap();
+    let hi = arb.register(info("high", "hq")).unwrap();
+    let lo = arb.register(info("low", "lq")).unwrap();
+    assert_ne!(hi.slot(), lo.slot());
+    assert!(lo.higher_priority_registered());
+    assert!(!hi.higher_priority_registered());
+    assert!(lo.contended());
+    assert!(!hi.contended());
+
+    hi.announce_demand();
+    assert!(lo.should_yield());
+    assert!(lo.try_acquire().is_none());
+    let g = hi.try_acquire().expect("high is granted");
+    g.complete(1000);
+    assert!(lo.try_acquire().is_none());
+    hi.idle();
+    assert!(!lo.should_yield());
+    lo.try_acquire()
+        .expect("low is granted once high is idle")
+        .complete(10);
+
+    let st = lo.stats();
+    assert_eq!(st.grants, 1);
+    assert_eq!(st.slices, 1);
+    assert_eq!(st.busy_ns, 10);
+    assert_eq!(st.label, "lq");
+    assert_eq!(st.priority, Some(Priority::LOW));
+}
+
+#[test]
+fn acquire_times_out_with_error() {
+    let d = TestDir::new("timeout");
+    let arb = Arbiter::open("dev0", &d.opts()).unwrap();
+    let hi = arb.register(info("high", "h")).unwrap();
+    let lo = arb.register(info("normal", "l")).unwrap();
+    hi.announce_demand();
+    match lo.acquire(Duration::from_millis(30)) {
+        Err(SchedError::Timeout) => {}
+        other => panic!("expected a timeout, got {:?}", other.map(|_| ())),
+    }
+    let st = lo.stats();
+    assert_eq!(st.yields, 1);
+    assert_eq!(st.state, ClientState::Ready);
+    assert!(st.demand);
+}
+
+#[test]
+fn blocked_waiter_wakes_when_higher_goes_idle() {
+    let d = TestDir::new("wake");
+    let arb = Arc::new(Arbiter::open("dev0", &d.opts()).unwrap());
+    let hi = arb.register(info("high", "h")).unwrap();
+    hi.announce_demand();
+    let arb2 = arb.clone();
+    let t = std::thread::spawn(move || {
+        let lo = arb2.register(info("low", "l")).unwrap();
+        lo.acquire(LIVENESS).map(|g| g.complete(1)).is_ok()
+    });
+    eventually("low waits", LIVENESS, || {
+        arb.snapshot()
+            .clients
+            .iter()
+            .any(|c| c.label == "l" && c.state == ClientState::Waiting)
+    });
+    hi.idle();
+    assert!(t.join().unwrap());
+}
+
+#[test]
+fn linger_holds_lower_levels_then_expires() {
+    let d = TestDir::new("linger");
+    let mut o = d.opts();
+    o.hp_linger = Duration::from_secs(20);
+    let arb = Arbiter::open("long", &o).unwrap();
+    let hi = arb.register(info("high", "h")).unwrap();
+    let lo = arb.register(info("low", "l")).unwrap();
+    hi.announce_demand();
+    hi.try_acquire().unwrap().complete(5);
+    hi.idle();
+    assert!(lo.should_yield(), "demand lingers after idle");
+    assert!(lo.try_acquire().is_none());
+    assert_eq!(
+        arb.snapshot().clients[hi.slot()].state,
+        ClientState::Lingering
+    );
+
+    o.hp_linger = Duration::from_millis(50);
+    let arb = Arbiter::open("short", &o).unwrap();
+    let hi = arb.register(info("high", "h")).unwrap();
+    let lo = arb.register(info("low", "l")).unwrap();
+    hi.announce_demand();
+    hi.idle();
+    // The waiter sleeps until the linger deadline, with no waker needed.
+    lo.acquire(LIVENESS).expect("linger expires").complete(1);
+}
+
+#[test]
+fn max_inflight_bounds_grants_and_completion_from_another_thread() {
+    let d = TestDir::new("inflight");
+    let arb = Arbiter::open("dev0", &d.opts()).unwrap();
+    assert_eq!(arb.policy().max_inflight, 2);
+    let c = Arc::new(arb.register(info("normal", "q")).unwrap());
+    let t1 = c.try_acquire().unwrap().into_token();
+    let t2 = c.try_acquire().unwrap().into_token();
+    assert!(c.try_acquire().is_none());
+    assert_eq!(c.stats().inflight, 2);
+    assert_eq!(c.stats().state, ClientState::Running);
+    let c2 = c.clone();
+    let waiter = std::thread::spawn(move || c2.acquire(LIVENESS).map(|g| g.complete(3)).is_ok());
+    eventually("waiter blocks", LIVENESS, || {
+        c.stats().state == ClientState::Waiting
+    });
+    c.complete_token(t1, 7);
+    assert!(waiter.join().unwrap());
+    c.complete_token(t2, 7);
+    let st = c.stats();
+    assert_eq!((st.inflight, st.slices, st.busy_ns), (0, 3, 17));
+}
+
+#[test]
+fn dropped_grant_is_completed() {
+    let d = TestDir::new("drop");
+    let arb = Arbiter::open("dev0", &d.opts()).unwrap();
+    let c = arb.register(info("normal", "q")).unwrap();
+    for _ in 0..10 {
+        let _g = c.try_acquire().unwrap();
+    }
+    assert_eq!(c.stats().inflight, 0);
+}
+
+#[test]
+fn min_share_lets_lower_level_through() {
+    let d = TestDir::new("share");
+    let mut o = d.opts();
+    o.min_share = 0.2;
+    let arb = Arbiter::open("dev0", &o).unwrap();
+    assert_eq!(arb.policy().min_share_every, 5);
+    let hi = arb.register(info("high", "h")).unwrap();
+    let lo = arb.register(info("low", "l")).unwrap();
+    hi.announce_demand();
+    lo.announce_demand();
+    let mut low = 0u64;
+    for _ in 0..200 {
+        hi.try_acquire().unwrap().complete(1);
+        if let Some(g) = lo.try_acquire() {
+            assert!(g.is_share());
+            g.complete(1);
+            low += 1;
+        }
+    }
+    assert!((30..=51).contains(&low), "low got {low} of 200 high slices");
+    assert_eq!(lo.stats().share_grants, low);
+}
+
+#[test]
+fn threads_in_one_level_all_finish() {
+    let d = TestDir::new("threads");
+    let arb = Arc::new(Arbiter::open("dev0", &d.opts()).unwrap());
+    let handles: Vec<_> = (0..4)
+        .map(|i| {
+            let arb = arb.clone();
+            std::thread::spawn(move || {
+                let c = arb.register(info("normal", &format!("t{i}"))).unwrap();
+                for _ in 0..300 {
+                    c.acquire(LIVENESS).unwrap().complete(1);
+                }
+                c.idle();
+                c.stats().grants
+            })
+        })
+        .collect();
+    for h in handles {
+        assert_eq!(h.join().unwrap(), 300);
+    }
+}
+
+#[test]
+fn full_segment_is_an_error_and_slots_are_reused() {
+    let d = TestDir::new("full");
+    let mut o = d.opts();
+    o.max_clients = 2;
+    let arb = Arbiter::open("dev0", &o).unwrap();
+    let a = arb.register(info("normal", "a")).unwrap();
+    let _b = arb.register(info("normal", "b")).unwrap();
+    match arb.register(info("normal", "c")) {
+        Err(e @ SchedError::Full { slots: 2 }) => assert!(e.to_string().contains("2 client slots")),
+        other => panic!("expected Full, got {:?}", other.map(|_| ())),
+    }
+    drop(a);
+    arb.register(info("normal", "c")).unwrap();
+}
+
+#[test]
+fn second_opener_uses_segment_policy_and_inspect_sees_clients() {
+    let d = TestDir::new("inspect");
+    let mut o = d.opts();
+    o.max_inflight = 1;
+    let arb = Arbiter::open("gpu:0 UUID", &o).unwrap();
+    let c = arb
+        .register(info("high:3", "render").with_exe("game"))
+        .unwrap();
+    c.try_acquire().unwrap().complete(42);
+    o.max_inflight = 4;
+    let arb2 = Arbiter::open("gpu:0 UUID", &o).unwrap();
+    assert_eq!(arb2.path(), arb.path());
+    assert_eq!(arb2.policy().max_inflight, 1);
+
+    let segs = list_segments(&d.0).unwrap();
+    assert_eq!(segs, vec![arb.path().to_path_buf()]);
+    let snap = inspect(&segs[0]).unwrap();
+    assert_eq!(snap.device_key, "gpu:0 UUID");
+    assert_eq!(snap.slot_count, 64);
+    assert_eq!(snap.clients.len(), 1);
+    let cs = &snap.clients[0];
+    assert_eq!(cs.exe, "game");
+    assert_eq!(cs.label, "render");
+    assert_eq!(cs.priority.unwrap().to_string(), "high:3");
+    assert_eq!((cs.grants, cs.slices, cs.busy_ns), (1, 1, 42));
+    assert_eq!(cs.pid, std::process::id());
+    assert_eq!(cs.lock_held, Some(true));
+    assert_eq!(cs.process_alive, Some(true));
+    drop(c);
+    assert!(inspect(&segs[0]).unwrap().clients.is_empty());
+}
+
+#[test]
+fn bad_options_are_rejected() {
+    let d = TestDir::new("badopts");
+    for f in [
+        |o: &mut ArbiterOptions| o.max_clients = 0,
+        |o: &mut ArbiterOptions| o.max_clients = 257,
+        |o: &mut ArbiterOptions| o.max_inflight = 0,
+        |o: &mut ArbiterOptions| o.min_share = 0.9,
+        |o: &mut ArbiterOptions| o.hp_linger = Duration::from_secs(61),
+    ] {
+        let mut o = d.opts();
+        f(&mut o);
+        assert!(matches!(
+            Arbiter::open("dev0", &o),
+            Err(SchedError::InvalidArgument(_))
+        ));
+    }
+    assert!(Arbiter::open("", &d.opts()).is_err());
+}
