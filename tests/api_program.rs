@@ -322,7 +322,9 @@ fn link_errors_match_bare() {
         let (src_only, err) = source(env.context, SCALE_SRC);
         ok(err);
         let (p2, err2) = link(env.context, env.device, &[src_only], None);
-        assert!(p2.is_null());
+        if !p2.is_null() {
+            release(p2); // NVIDIA links it anyway; the codes are compared with bare below
+        }
         // No input programs at all.
         let mut err3 = 0;
         // SAFETY: an empty input list on purpose.
@@ -405,7 +407,10 @@ fn binaries_round_trip() {
         let l = if list { devs.as_ptr() } else { null() };
         // SAFETY: a junk binary of `jl` bytes for up to one device.
         let p = unsafe { clCreateProgramWithBinary(ctx, n, l, &jl, &jp, &mut st, &mut err) };
-        assert!(p.is_null());
+        // PoCL rejects the junk at once; NVIDIA accepts it and fails the build later.
+        if !p.is_null() {
+            release(p);
+        }
         (err, if n == 1 && list { st } else { 0 })
     };
     let b = Env::new(bare_platform());

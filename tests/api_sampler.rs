@@ -128,9 +128,18 @@ fn sampler_bad_arguments_match_bare() {
         release_context(c);
         codes
     };
+    // "CL_INVALID_VALUE if addressing_mode, filter_mode, normalized_coords or a combination
+    // of these arguments are not valid", and for unknown or bad properties. The layer checks
+    // these itself: bare PoCL 3.1 accepts the bad enums (its bug) and NVIDIA's driver
+    // crashes on them, so only the codes PoCL gets right are compared with it.
     let sp = run(sp_platform());
-    assert_eq!(sp, run(bare_platform()));
-    assert_eq!(sp[4], CL_INVALID_VALUE);
+    assert_eq!(sp, vec![CL_INVALID_VALUE; 6]);
+    if vendor_name() == "Portable Computing Language" {
+        let bare = run(bare_platform());
+        for i in [2, 4, 5] {
+            assert_eq!(sp[i], bare[i], "code {i}");
+        }
+    }
 }
 
 #[test]

@@ -15,15 +15,15 @@ const PLATFORM_SPECIFIC: &[&str] = &[
     "CL_DEVICE_PLATFORM",
 ];
 
-/// Properties of extensions the layer does not advertise (cl_khr_command_buffer).
-const FILTERED_EXTENSION_PROPS: &[&str] = &["COMMAND_BUFFER"];
+/// Properties of extensions the layer does not advertise (cl_khr_command_buffer,
+/// cl_khr_external_memory, cl_khr_semaphore and relatives).
+const FILTERED_EXTENSION_PROPS: &[&str] = &["COMMAND_BUFFER", "EXTERNAL_MEMORY", "SEMAPHORE"];
 
 fn raw_clinfo() -> String {
-    let dir = common::make_vendors_dir("clinfo");
-    let out = Command::new("clinfo")
-        .arg("--raw")
-        .env("OCL_ICD_VENDORS", &dir)
-        .env("SOFTPREEMPT_CONFIG", "/dev/null")
+    let mut cmd = Command::new("clinfo");
+    cmd.arg("--raw").env("SOFTPREEMPT_CONFIG", "/dev/null");
+    common::point_loader(&mut cmd, "clinfo");
+    let out = cmd
         .output()
         .expect("clinfo is not installed: run scripts/setup.sh");
     assert!(

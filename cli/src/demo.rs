@@ -45,6 +45,24 @@ fn prepare_loader() -> Result<(), String> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     std::fs::write(dir.join("softpreempt.icd"), format!("{}\n", lib.display()))
         .map_err(|e| e.to_string())?;
+    // A loader given OCL_ICD_FILENAMES loads exactly that list (NVIDIA's CUDA loader knows
+    // no vendors directory at all): put SoftPreempt in front of it.
+    if let Some(files) = std::env::var_os("OCL_ICD_FILENAMES").filter(|f| !f.is_empty()) {
+        let vendors: Vec<PathBuf> = std::env::split_paths(&files)
+            .filter(|p| !p.ends_with("libsoftpreempt.so"))
+            .collect();
+        // Set at run time, the list would reach the layer cut by a Khronos loader's strtok
+        // (see platform/src/core/vendor.rs): name the vendors to the layer directly.
+        if std::env::var_os("SOFTPREEMPT_VENDORS").is_none() {
+            let joined = std::env::join_paths(&vendors).map_err(|e| e.to_string())?;
+            std::env::set_var("SOFTPREEMPT_VENDORS", joined);
+        }
+        let mut list = vec![lib];
+        list.extend(vendors);
+        let joined = std::env::join_paths(list).map_err(|e| e.to_string())?;
+        std::env::set_var("OCL_ICD_FILENAMES", joined);
+        return Ok(());
+    }
     let system = std::env::var("OCL_ICD_VENDORS").unwrap_or_else(|_| "/etc/OpenCL/vendors".into());
     for e in std::fs::read_dir(&system)
         .map_err(|e| format!("{system}: {e}"))?

@@ -60,13 +60,51 @@ pub fn make_vendors_dir(tag: &str) -> PathBuf {
     dir
 }
 
-/// Points the loader at our vendors directory. Must run before the first OpenCL call of
-/// the process; every helper below calls it.
+/// The environment that shows the loader SoftPreempt and the vendor under test: a vendors
+/// directory (`OCL_ICD_VENDORS`), or, with `SOFTPREEMPT_TEST_FILENAMES=1`, the library list
+/// `OCL_ICD_FILENAMES` (for loaders such as NVIDIA's CUDA libOpenCL, which ignore the
+/// directory variable). `None` means "remove the variable".
+pub fn loader_env(tag: &str) -> Vec<(&'static str, Option<String>)> {
+    let dir = make_vendors_dir(tag);
+    if std::env::var_os("SOFTPREEMPT_TEST_FILENAMES").is_some() {
+        let list = format!("{}:{}", library_path().display(), pocl_library());
+        // A variable set at run time cannot be recovered once a Khronos loader has cut it
+        // (see platform/src/core/vendor.rs), so name the vendor to the layer directly too.
+        vec![
+            ("OCL_ICD_FILENAMES", Some(list)),
+            ("OCL_ICD_VENDORS", Some(dir.display().to_string())),
+            ("SOFTPREEMPT_VENDORS", Some(pocl_library())),
+        ]
+    } else {
+        // ocl-icd prefers OCL_ICD_FILENAMES over the vendors directory.
+        vec![
+            ("OCL_ICD_VENDORS", Some(dir.display().to_string())),
+            ("OCL_ICD_FILENAMES", None),
+        ]
+    }
+}
+
+/// Applies [`loader_env`] to a child process.
+pub fn point_loader(cmd: &mut std::process::Command, tag: &str) {
+    for (k, v) in loader_env(tag) {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+}
+
+/// Points the loader at SoftPreempt and the vendor. Must run before the first OpenCL call
+/// of the process; every helper below calls it.
 pub fn setup() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        let dir = make_vendors_dir("main");
-        std::env::set_var("OCL_ICD_VENDORS", &dir);
+        for (k, v) in loader_env("main") {
+            match v {
+                Some(v) => std::env::set_var(k, v),
+                None => std::env::remove_var(k),
+            }
+        }
         // A test machine's /etc/softpreempt.toml must not change what the tests see.
         if std::env::var_os("SOFTPREEMPT_CONFIG").is_none() {
             std::env::set_var("SOFTPREEMPT_CONFIG", "/dev/null");

@@ -18,11 +18,17 @@ pub fn wait_for_events(num_events: cl_uint, event_list: *const cl_event) -> CLRe
     // "CL_INVALID_EVENT if event objects specified in event_list are not valid event
     // objects."
     let list = InnerEvents::event_list(num_events, event_list)?;
-    // The first event's table serves the whole list: "CL_INVALID_CONTEXT if events
-    // specified in event_list do not belong to the same context" is the vendor's to check
-    // on the inner events.
-    let first = crate::core::args::slice(event_list, 1)?[0];
-    let vt = Obj::<Event>::check(first)?.get().inner.vt;
+    // "CL_INVALID_CONTEXT if events specified in event_list do not belong to the same
+    // context." Checked here, on our wrappers: some vendors (NVIDIA) wait forever on such a
+    // list instead, and events of two platforms must never reach one vendor.
+    let events = crate::core::args::slice(event_list, num_events as usize)?;
+    let first = Obj::<Event>::check(events[0])?.get();
+    for &e in &events[1..] {
+        if Obj::<Event>::check(e)?.get().context != first.context {
+            return Err(CL_INVALID_CONTEXT);
+        }
+    }
+    let vt = first.inner.vt;
     vtry!(vt, clWaitForEvents(list.len(), list.ptr()))
 }
 

@@ -40,6 +40,14 @@ fn candidates() -> (Vec<String>, String) {
             .collect();
         return (libs, "the configured vendor list".into());
     }
+    // ocl-icd loads exactly the libraries of OCL_ICD_FILENAMES when it is set, ignoring the
+    // vendors directory; the layer mirrors the loader so it wraps what the loader shows.
+    if let Some(files) = icd_filenames() {
+        let libs = std::env::split_paths(&files)
+            .filter_map(|p| library_of_entry(&p))
+            .collect();
+        return (libs, "OCL_ICD_FILENAMES".into());
+    }
     let dir = std::env::var_os("OCL_ICD_VENDORS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/etc/OpenCL/vendors"));
@@ -55,6 +63,32 @@ fn candidates() -> (Vec<String>, String) {
         libs.push(lib);
     }
     (libs, dir.display().to_string())
+}
+
+/// `OCL_ICD_FILENAMES`, whole. The Khronos loader (NVIDIA's CUDA `libOpenCL` is one)
+/// tokenises this variable in place with `strtok` while it loads the libraries, so while it
+/// is calling us the value reads cut at the first ':' (each ':' became a NUL). The bytes
+/// after the cut are still there: in `/proc/self/environ` they follow as NUL-separated
+/// pieces without a '='. Rejoining them gives the list the loader is working through.
+fn icd_filenames() -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let now = std::env::var_os("OCL_ICD_FILENAMES").filter(|f| !f.is_empty())?;
+    let Ok(env) = std::fs::read("/proc/self/environ") else {
+        return Some(now);
+    };
+    let mut pieces = env.split(|&b| b == 0);
+    let Some(first) = pieces.find_map(|kv| kv.strip_prefix(b"OCL_ICD_FILENAMES=")) else {
+        return Some(now); // set at run time, not inherited: nothing was cut
+    };
+    if first != now.as_encoded_bytes() {
+        return Some(now);
+    }
+    let mut full = first.to_vec();
+    for tail in pieces.take_while(|p| !p.is_empty() && !p.contains(&b'=')) {
+        full.push(b':');
+        full.extend_from_slice(tail);
+    }
+    Some(std::ffi::OsString::from_vec(full))
 }
 
 /// An `.icd` file names its library on its first line; anything else is a library path.
@@ -106,6 +140,7 @@ fn dl_error() -> String {
 /// vendor is skipped, so one broken driver never hides the others.
 pub fn discover() -> Vec<VendorPlatform> {
     let (libs, source) = candidates();
+    tracing::debug!("softpreempt: vendor candidates from {source}: {libs:?}");
     let own = own_library();
     let mut out = Vec::new();
     for lib in libs {
@@ -132,6 +167,7 @@ fn load(lib: &str, own: Option<&Path>) -> Result<Vec<VendorPlatform>, String> {
     let resolved = std::fs::canonicalize(lib).ok();
     if let (Some(r), Some(o)) = (&resolved, own) {
         if r == o {
+            tracing::debug!("softpreempt: '{lib}' is this library; skipped");
             return Ok(Vec::new());
         }
     }
@@ -156,6 +192,7 @@ fn load(lib: &str, own: Option<&Path>) -> Result<Vec<VendorPlatform>, String> {
         )
     };
     if is_us {
+        tracing::debug!("softpreempt: '{lib}' resolves to this library; skipped");
         return Ok(Vec::new());
     }
     if is_loader {
@@ -190,6 +227,7 @@ fn load(lib: &str, own: Option<&Path>) -> Result<Vec<VendorPlatform>, String> {
     if rc != 0 {
         return Err(format!("clIcdGetPlatformIDsKHR failed with status {rc}"));
     }
+    tracing::debug!("softpreempt: '{lib}' has {n} platform(s)");
     let mut out = Vec::new();
     for p in ids.into_iter().filter(|p| !p.is_null()) {
         // SAFETY: every ICD object begins with a pointer to its dispatch table.
