@@ -364,6 +364,12 @@ impl Client {
         self.shared.view().higher_registered(self.slot, self.pri)
     }
 
+    /// Is a strictly lower priority registered on this device (even idle)? A client that
+    /// submits without grants announces its demand only then, so lower ones yield to it.
+    pub fn lower_priority_registered(&self) -> bool {
+        self.shared.view().lower_registered(self.slot, self.pri)
+    }
+
     /// Is another client of the same or higher priority registered (so slicing helps the
     /// round robin too)?
     pub fn contended(&self) -> bool {

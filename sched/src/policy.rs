@@ -374,6 +374,21 @@ impl<'a> View<'a> {
         found
     }
 
+    /// Is a strictly lower priority registered (even idle)? Only then does a client need to
+    /// announce its demand for work it submits without asking for grants.
+    pub fn lower_registered(&self, me: usize, pri: Priority) -> bool {
+        let l = pri.level.index();
+        if self.h.registered[..l].iter().any(|m| self.any(m, me)) {
+            return true;
+        }
+        let mut found = false;
+        self.each(&self.h.registered[l], me, |j| {
+            found = self.number_in(j, pri.level) < pri.number;
+            !found
+        });
+        found
+    }
+
     /// Is any other client of the same or higher priority registered?
     pub fn contended(&self, me: usize, pri: Priority) -> bool {
         let l = pri.level.index();

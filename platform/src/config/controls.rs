@@ -295,6 +295,10 @@ controls! {
         shm_group: Option<String> = None, expect "a Unix group name",
             example r#"shm_group = "gpu""#,
             valid |v| v.iter().all(|g| is_group_name(g));
+        /// Directory that holds the per-device arbiter segments. Every process
+        /// that should arbitrate with another must use the same directory.
+        shm_dir: PathBuf = PathBuf::from("/dev/shm"), expect "a directory path",
+            env "SOFTPREEMPT_SHM_DIR", example r#"shm_dir = "/dev/shm""#;
     }
 }
 
