@@ -15,7 +15,7 @@ use crate::core::args::{bytes_of, write_info};
 use crate::core::error::CLResult;
 use crate::core::forward::{fetch_info, fetch_scalar, info_string, Inner};
 use crate::core::handle::{new_obj, Obj};
-use crate::core::objects::{ArgKind, HeldArg, Kernel, Mem, Program, Queue, Sampler};
+use crate::core::objects::{ArgKind, HeldArg, Kernel, Mem, Program, Queue, Sampler, Sliceable};
 use crate::core::platform::Device;
 use crate::core::refcount;
 use crate::{vcall, vcreate, vtry};
@@ -35,6 +35,8 @@ pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static 
         program: program.hold(),
         held_args,
         arg_kinds,
+        // Replaced by the program's source analysis.
+        sliceable: Sliceable::No("kernel source not analysed".into()),
     })
 }
 
@@ -121,6 +123,7 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         program: k.program.clone(),
         held_args: Mutex::new(held),
         arg_kinds: k.arg_kinds.clone(),
+        sliceable: k.sliceable.clone(),
     })
     .handle())
 }

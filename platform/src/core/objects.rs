@@ -62,6 +62,18 @@ pub struct Kernel {
     /// What each argument holds, from the vendor's argument metadata (one entry per
     /// argument); decides which `clSetKernelArg` values are handles to unwrap.
     pub arg_kinds: Box<[ArgKind]>,
+    /// Whether launches of this kernel may be cut into slices (rule 5).
+    pub sliceable: Sliceable,
+}
+
+/// Whether a kernel's launches may be cut into slices. A slice is launched with a global
+/// offset, so a kernel that reads `get_group_id`, `get_num_groups`, `get_global_size`,
+/// `get_global_offset` (or their 2.0 relatives) would see other values inside a slice.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sliceable {
+    Yes,
+    /// Never sliced, and why (logged once per kernel).
+    No(String),
 }
 
 /// What a kernel argument's value is, as far as handle translation is concerned.
