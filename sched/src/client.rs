@@ -281,6 +281,7 @@ impl Client {
     }
 
     fn grant(&self, share: bool) -> Grant<'_> {
+        self.note_behind();
         Grant {
             client: self,
             token: Some(GrantToken { share }),
@@ -356,6 +357,13 @@ impl Client {
         if v.complete(self.slot, self.pri, liveness::now_ns(), duration_ns) {
             self.shared.notify();
         }
+    }
+
+    /// Records how many lower-priority slices are in flight as this client submits work
+    /// (the statistic `behind_max`), and returns it. Grants record it themselves; call it
+    /// for work submitted without a grant.
+    pub fn note_behind(&self) -> u32 {
+        self.shared.view().note_behind(self.slot, self.pri)
     }
 
     /// Is a strictly higher priority registered on this device (even idle)? The caller

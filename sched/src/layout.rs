@@ -146,7 +146,10 @@ pub struct Slot {
     pub exe: [AtomicU64; NAME_BYTES / 8],
     /// Free-form queue label, NUL padded.
     pub label: [AtomicU64; NAME_BYTES / 8],
-    _pad1: [AtomicU64; 10],
+    /// Most lower-priority slices in flight when this client submitted work (taken from
+    /// the padding: the layout and its version are unchanged).
+    pub behind_max: AtomicU64,
+    _pad1: [AtomicU64; 9],
 }
 
 #[cfg(not(loom))]
@@ -233,6 +236,7 @@ impl Slot {
             _pad0: Default::default(),
             exe: zeroed_array(),
             label: zeroed_array(),
+            behind_max: Default::default(),
             _pad1: zeroed_array(),
         }
     }

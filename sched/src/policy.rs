@@ -389,6 +389,26 @@ impl<'a> View<'a> {
         found
     }
 
+    /// Records, and returns, how many lower-priority slices are in flight now: the work a
+    /// submission of `me` may queue behind on the device (at most `max_inflight` per
+    /// lower client while the arbiter works).
+    pub fn note_behind(&self, me: usize, pri: Priority) -> u32 {
+        let l = pri.level.index();
+        let mut n = 0u32;
+        for (lvl, m) in self.h.registered[..=l].iter().enumerate() {
+            self.each(m, me, |j| {
+                if lvl < l || self.number_in(j, pri.level) < pri.number {
+                    n = n.saturating_add(self.slots[j].inflight.load(Ordering::Relaxed));
+                }
+                true
+            });
+        }
+        self.slots[me]
+            .behind_max
+            .fetch_max(n as u64, Ordering::Relaxed);
+        n
+    }
+
     /// Is any other client of the same or higher priority registered?
     pub fn contended(&self, me: usize, pri: Priority) -> bool {
         let l = pri.level.index();
@@ -415,6 +435,7 @@ impl<'a> View<'a> {
             &s.wait_ns,
             &s.busy_ns,
             &s.linger_until_ns,
+            &s.behind_max,
         ] {
             c.store(0, Ordering::Relaxed);
         }

@@ -79,6 +79,8 @@ pub struct ClientStats {
     pub wait_ns: u64,
     /// Total ns of slice time reported.
     pub busy_ns: u64,
+    /// Most lower-priority slices in flight when this client submitted work.
+    pub behind_max: u64,
     /// CLOCK_MONOTONIC ns of the last activity.
     pub last_activity_ns: u64,
     /// Claims of this slot so far.
@@ -157,6 +159,7 @@ pub(crate) fn read_client(v: &View<'_>, i: usize, seg: Option<&Segment>, now: u6
         yields: s.yields.load(Ordering::Relaxed),
         wait_ns: s.wait_ns.load(Ordering::Relaxed),
         busy_ns: s.busy_ns.load(Ordering::Relaxed),
+        behind_max: s.behind_max.load(Ordering::Relaxed),
         last_activity_ns: s.last_activity_ns.load(Ordering::Relaxed),
         incarnation: s.incarnation.load(Ordering::Relaxed),
         process_alive: seg.map(|_| liveness::process_alive(pid, start_time)),

@@ -15,6 +15,8 @@ use crate::core::events::{InnerEvents, OutEvent};
 use crate::core::forward::Inner;
 use crate::core::handle::Obj;
 use crate::core::objects::{Kernel, Mem, Queue};
+
+use super::defer;
 use crate::{vcall, vtry};
 
 type NativeFn = Option<unsafe extern "C" fn(*mut c_void)>;
@@ -46,9 +48,9 @@ fn mems(q: &Obj<Queue>, n: cl_uint, list: *const cl_mem) -> CLResult<Vec<cl_mem>
         .collect()
 }
 
-/// A kernel of the queue's context, unwrapped.
+/// A kernel of the queue's context.
 #[inline]
-fn kernel(q: &Obj<Queue>, h: cl_kernel) -> CLResult<cl_kernel> {
+fn kernel<'a>(q: &Obj<Queue>, h: cl_kernel) -> CLResult<&'a Kernel> {
     // "CL_INVALID_KERNEL if kernel is not a valid kernel object."
     let k = Obj::<Kernel>::check(h)?.get();
     // "CL_INVALID_CONTEXT if context associated with command_queue and kernel are not the
@@ -56,15 +58,15 @@ fn kernel(q: &Obj<Queue>, h: cl_kernel) -> CLResult<cl_kernel> {
     if k.program.get().context != q.get().context {
         return Err(CL_INVALID_CONTEXT);
     }
-    Ok(k.inner.h)
+    Ok(k)
 }
 
 /// Sends one command to the vendor: `call` gets the inner queue, the inner wait list (count
 /// and pointer) and the out-event slot; on success the event becomes the application's
 /// wrapper.
 ///
-/// Every enqueue goes through here, so this is where a managed queue will take the
-/// command instead of forwarding it at once.
+/// Every direct enqueue goes through here; on a managed queue it first drains the queue's
+/// software FIFO (see [`defer::direct`]). Launches and markers may be deferred instead.
 #[inline]
 fn submit_with<T>(
     q: &Obj<Queue>,
@@ -72,6 +74,9 @@ fn submit_with<T>(
     event: *mut cl_event,
     call: impl FnOnce(&Inner<cl_command_queue>, cl_uint, *const cl_event, *mut cl_event) -> CLResult<T>,
 ) -> CLResult<T> {
+    if let Some(m) = &q.get().managed {
+        return defer::direct(m, q, wait, event, call);
+    }
     let mut out = OutEvent::new(event);
     let r = call(&q.get().inner, wait.len(), wait.ptr(), out.ptr())?;
     out.publish(q);
@@ -97,6 +102,10 @@ macro_rules! submit {
     ($q:expr, ($n:expr, $list:expr, $ev:expr), $f:ident($($a:expr),* $(,)?)) => {
         submit($q, $n, $list, $ev, |i, n, wl, ev| vtry!(i.vt, $f(i.h, $($a,)* n, wl, ev)))
     };
+    ($q:expr, $trailing:ident, $f:ident($($a:expr),* $(,)?)) => {{
+        let (n, list, ev) = $trailing;
+        submit!($q, (n, list, ev), $f($($a),*))
+    }};
 }
 
 /// The inner list pointer for a possibly empty vector (NULL when empty).
@@ -410,11 +419,23 @@ pub fn enqueue_ndrange_kernel(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let k = kernel(q, kernel_h)?;
+    let trailing = (num_events_in_wait_list, event_wait_list, event);
+    if let Some(m) = defer::deferring(q) {
+        let range = defer::Range {
+            work_dim,
+            offset: global_work_offset,
+            global: global_work_size,
+            local: local_work_size,
+        };
+        if defer::launch(m, q, k, CL_COMMAND_NDRANGE_KERNEL, range, trailing)? {
+            return Ok(());
+        }
+    }
     submit!(
         q,
-        (num_events_in_wait_list, event_wait_list, event),
+        trailing,
         clEnqueueNDRangeKernel(
-            k,
+            k.inner.h,
             work_dim,
             global_work_offset,
             global_work_size,
@@ -432,11 +453,23 @@ pub fn enqueue_task(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let k = kernel(q, kernel_h)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueTask(k)
-    )
+    let trailing = (num_events_in_wait_list, event_wait_list, event);
+    if let Some(m) = defer::deferring(q) {
+        // "clEnqueueTask is equivalent to calling clEnqueueNDRangeKernel with work_dim set
+        // to 1, global_work_offset set to NULL, global_work_size[0] set to 1, and
+        // local_work_size[0] set to 1."
+        let one = 1usize;
+        let range = defer::Range {
+            work_dim: 1,
+            offset: std::ptr::null(),
+            global: &one,
+            local: &one,
+        };
+        if defer::launch(m, q, k, CL_COMMAND_TASK, range, trailing)? {
+            return Ok(());
+        }
+    }
+    submit!(q, trailing, clEnqueueTask(k.inner.h))
 }
 
 /// The application's native-kernel argument block with the inner handle of `mems[i]`
@@ -727,33 +760,42 @@ pub fn enqueue_migrate_mem_objects(
     )
 }
 
-pub fn enqueue_marker_with_wait_list(
-    command_queue: cl_command_queue,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> CLResult<()> {
-    let q = queue(command_queue)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueMarkerWithWaitList()
-    )
+/// Markers and barriers keep their place behind deferred commands without blocking the
+/// application: they are deferred too when the FIFO is in use.
+macro_rules! marker_like {
+    ($name:ident, $f:ident, $kind:expr) => {
+        pub fn $name(
+            command_queue: cl_command_queue,
+            num_events_in_wait_list: cl_uint,
+            event_wait_list: *const cl_event,
+            event: *mut cl_event,
+        ) -> CLResult<()> {
+            let q = queue(command_queue)?;
+            let trailing = (num_events_in_wait_list, event_wait_list, event);
+            if let Some(m) = defer::deferring(q) {
+                return defer::call(
+                    m,
+                    q,
+                    $kind,
+                    trailing,
+                    Box::new(|i, n, wl, ev| vtry!(i.vt, $f(i.h, n, wl, ev))),
+                );
+            }
+            submit!(q, trailing, $f())
+        }
+    };
 }
 
-pub fn enqueue_barrier_with_wait_list(
-    command_queue: cl_command_queue,
-    num_events_in_wait_list: cl_uint,
-    event_wait_list: *const cl_event,
-    event: *mut cl_event,
-) -> CLResult<()> {
-    let q = queue(command_queue)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueBarrierWithWaitList()
-    )
-}
+marker_like!(
+    enqueue_marker_with_wait_list,
+    clEnqueueMarkerWithWaitList,
+    CL_COMMAND_MARKER
+);
+marker_like!(
+    enqueue_barrier_with_wait_list,
+    clEnqueueBarrierWithWaitList,
+    CL_COMMAND_BARRIER
+);
 
 pub fn enqueue_svm_free(
     command_queue: cl_command_queue,

@@ -41,6 +41,13 @@ pub fn get_event_info(
 ) -> CLResult<()> {
     // "CL_INVALID_EVENT if event is a not a valid event object."
     let e = Obj::<Event>::check(event)?.get();
+    let vendor = || {
+        fetch_info(|s, v, r| match e.inner.vt.clGetEventInfo {
+            // SAFETY: the vendor's query on its own event, buffers sized by fetch_info.
+            Some(f) => unsafe { f(e.inner.h, param_name, s, v, r) },
+            None => CL_INVALID_OPERATION,
+        })
+    };
     let answer = match param_name {
         // "Return the command-queue associated with event. For user event objects, a NULL
         // value is returned."
@@ -51,11 +58,22 @@ pub fn get_event_info(
         )
         .to_vec(),
         CL_EVENT_CONTEXT => bytes_of(&e.context.handle()).to_vec(),
-        _ => fetch_info(|s, v, r| match e.inner.vt.clGetEventInfo {
-            // SAFETY: the vendor's query on its own event, buffers sized by fetch_info.
-            Some(f) => unsafe { f(e.inner.h, param_name, s, v, r) },
-            None => CL_INVALID_OPERATION,
-        })?,
+        // A deferred command's inner event is a vendor user event standing in for it.
+        CL_EVENT_COMMAND_TYPE if e.deferred.is_some() => {
+            bytes_of(&e.deferred.as_ref().map_or(0, |d| d.kind)).to_vec()
+        }
+        CL_EVENT_COMMAND_EXECUTION_STATUS if e.deferred.is_some() => {
+            bytes_of(&e.deferred.as_ref().map_or(0, |d| d.status())).to_vec()
+        }
+        // The vendor's count includes the reference our record of the command holds.
+        CL_EVENT_REFERENCE_COUNT if e.deferred.is_some() => {
+            let b = vendor()?;
+            let n = b
+                .get(..4)
+                .map_or(1, |x| cl_uint::from_ne_bytes([x[0], x[1], x[2], x[3]]));
+            bytes_of(&n.saturating_sub(1)).to_vec()
+        }
+        _ => vendor()?,
     };
     write_info(param_value_size, param_value, param_value_size_ret, &answer)
 }
@@ -77,6 +95,17 @@ pub fn get_event_profiling_info(
 ) -> CLResult<()> {
     // "CL_INVALID_EVENT if event is a not a valid event object."
     let e = Obj::<Event>::check(event)?.get();
+    if let Some(d) = &e.deferred {
+        // "CL_INVALID_VALUE if param_name is not valid, or if size in bytes specified by
+        // param_value_size is < size of return type ... and param_value is not NULL."
+        let v: cl_ulong = d.profiling(param_name)?;
+        return write_info(
+            param_value_size,
+            param_value,
+            param_value_size_ret,
+            bytes_of(&v),
+        );
+    }
     // Profiling values are plain numbers: the vendor writes them straight to the app.
     vtry!(
         e.inner.vt,
@@ -103,6 +132,14 @@ pub fn set_event_callback(
     let f = pfn_notify.ok_or(CL_INVALID_VALUE)?;
     let data = Callback::<Event, EventNotify>::into_raw(o.hold(), f, user_data);
     let e = o.get();
+    if let Some(d) = &e.deferred {
+        if command_exec_callback_type == CL_SUBMITTED as cl_int
+            || command_exec_callback_type == CL_RUNNING as cl_int
+        {
+            d.watch_early(command_exec_callback_type, data);
+            return Ok(());
+        }
+    }
     let r = vtry!(
         e.inner.vt,
         clSetEventCallback(
@@ -130,14 +167,19 @@ pub fn create_user_event(context: cl_context) -> CLResult<cl_event> {
         inner,
         context: c.hold(),
         queue: None,
+        deferred: None,
     })
     .handle())
 }
 
 pub fn set_user_event_status(event: cl_event, execution_status: cl_int) -> CLResult<()> {
     // "CL_INVALID_EVENT if event is not a valid user event object." (user or not is the
-    // vendor's to check)
+    // vendor's to check; a deferred command's event is a vendor user event inside, but
+    // not to the application)
     let e = Obj::<Event>::check(event)?.get();
+    if e.deferred.is_some() {
+        return Err(CL_INVALID_EVENT);
+    }
     vtry!(
         e.inner.vt,
         clSetUserEventStatus(e.inner.h, execution_status)

@@ -15,7 +15,9 @@ use crate::core::args::{bytes_of, write_info};
 use crate::core::error::CLResult;
 use crate::core::forward::{fetch_info, fetch_scalar, info_string, Inner};
 use crate::core::handle::{new_obj, Obj};
-use crate::core::objects::{ArgKind, HeldArg, Kernel, Mem, Program, Queue, Sampler, Sliceable};
+use crate::core::objects::{
+    ArgBits, ArgKind, HeldArg, Kernel, Mem, Program, Queue, Sampler, Sliceable,
+};
 use crate::core::platform::Device;
 use crate::core::refcount;
 use crate::{vcall, vcreate, vtry};
@@ -30,14 +32,36 @@ pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static 
     let inner = program.get().inner.child(inner);
     let arg_kinds = arg_kinds(&inner);
     let held_args = Mutex::new(vec![None; arg_kinds.len()]);
+    let sliceable = sliceability(program.get(), &inner);
     new_obj(Kernel {
         inner,
         program: program.hold(),
         held_args,
+        args_set: ArgBits::new(arg_kinds.len()),
+        null_mems: ArgBits::new(arg_kinds.len()),
         arg_kinds,
-        // Replaced by the program's source analysis.
-        sliceable: Sliceable::No("kernel source not analysed".into()),
+        sliceable,
     })
+}
+
+/// Whether the new kernel may be sliced (rule 5), logged once per kernel name when not.
+fn sliceability(program: &Program, k: &Inner<cl_kernel>) -> Sliceable {
+    let name = fetch_info(|s, v, r| match k.vt.clGetKernelInfo {
+        // SAFETY: the vendor's query on its own kernel, buffers sized by fetch_info.
+        Some(f) => unsafe { f(k.h, CL_KERNEL_FUNCTION_NAME, s, v, r) },
+        None => CL_INVALID_OPERATION,
+    })
+    .map(|b| info_string(&b))
+    .unwrap_or_default();
+    let origin = program.origin.lock().unwrap_or_else(|e| e.into_inner());
+    let s = crate::core::sliceable::of_kernel(&origin, &name);
+    if let Sliceable::No(why) = &s {
+        crate::info_once!(
+            format!("unsliceable:{name}"),
+            "softpreempt: kernel '{name}' is never sliced: {why}"
+        );
+    }
+    s
 }
 
 /// One `clGetKernelArgInfo` query on a fresh kernel, read whole.
@@ -122,6 +146,8 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         inner: k.inner.child(h),
         program: k.program.clone(),
         held_args: Mutex::new(held),
+        args_set: k.args_set.copy(),
+        null_mems: k.null_mems.copy(),
         arg_kinds: k.arg_kinds.clone(),
         sliceable: k.sliceable.clone(),
     })
@@ -233,7 +259,15 @@ pub fn set_kernel_arg(
         vtry!(
             k.inner.vt,
             clSetKernelArg(k.inner.h, arg_index, arg_size, value)
-        )
+        )?;
+        k.args_set.set(arg_index, true);
+        // A NULL memory object: the value is NULL or points to a NULL handle.
+        let null_mem = kind != ArgKind::Plain
+            && arg_size == std::mem::size_of::<cl_mem>()
+            // SAFETY: a non-NULL value of pointer size, by the API's contract; unaligned.
+            && (value.is_null() || unsafe { (value as *const cl_mem).read_unaligned() }.is_null());
+        k.null_mems.set(arg_index, null_mem);
+        Ok(())
     };
     if kind == ArgKind::Plain {
         return forward(arg_value);
@@ -281,6 +315,8 @@ pub fn set_kernel_arg_svm_pointer(
         k.inner.vt,
         clSetKernelArgSVMPointer(k.inner.h, arg_index, arg_value)
     )?;
+    k.args_set.set(arg_index, true);
+    k.null_mems.set(arg_index, false);
     set_held(k, arg_index, None);
     Ok(())
 }

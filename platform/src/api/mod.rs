@@ -6,6 +6,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref, clippy::too_many_arguments)]
 
 pub mod context;
+pub mod defer;
 pub mod device;
 pub mod enqueue;
 pub mod event;

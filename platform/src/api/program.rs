@@ -20,6 +20,7 @@ use crate::core::handle::{new_obj, Obj, Ref};
 use crate::core::objects::{Context, Program};
 use crate::core::platform::Device;
 use crate::core::refcount;
+use crate::core::sliceable::Origin;
 use crate::{vcreate, vtry};
 
 type NotifyFn = ObjNotify<cl_program>;
@@ -70,6 +71,7 @@ fn wrap_program(
     ctx: &Obj<Context>,
     inner: cl_program,
     devices: Vec<Ref<Device>>,
+    origin: Origin,
 ) -> &'static Obj<Program> {
     let c = ctx.get();
     let devices = if devices.is_empty() {
@@ -81,6 +83,7 @@ fn wrap_program(
         inner: c.inner.child(inner),
         context: ctx.hold(),
         devices,
+        origin: Mutex::new(origin),
     })
 }
 
@@ -90,13 +93,15 @@ fn check_context(context: cl_context) -> CLResult<&'static Obj<Context>> {
 }
 
 /// Lets `create` call the vendor with the context, and wraps the result.
+/// `origin` is only read once the vendor has accepted the arguments.
 fn create(
     ctx: &Obj<Context>,
     devices: Vec<Ref<Device>>,
     create: impl FnOnce(&Context) -> CLResult<cl_program>,
+    origin: impl FnOnce() -> Origin,
 ) -> CLResult<cl_program> {
     let h = create(ctx.get())?;
-    Ok(wrap_program(ctx, h, devices).handle())
+    Ok(wrap_program(ctx, h, devices, origin()).handle())
 }
 
 pub fn create_program_with_source(
@@ -106,12 +111,17 @@ pub fn create_program_with_source(
     lengths: *const usize,
 ) -> CLResult<cl_program> {
     // The sources are plain text: the vendor reads and validates them.
-    create(check_context(context)?, Vec::new(), |c| {
-        vcreate!(
-            c.inner.vt,
-            clCreateProgramWithSource(c.inner.h, count, strings, lengths)
-        )
-    })
+    create(
+        check_context(context)?,
+        Vec::new(),
+        |c| {
+            vcreate!(
+                c.inner.vt,
+                clCreateProgramWithSource(c.inner.h, count, strings, lengths)
+            )
+        },
+        || Origin::source(count, strings as *const *const c_char, lengths),
+    )
 }
 
 pub fn create_program_with_binary(
@@ -125,19 +135,40 @@ pub fn create_program_with_binary(
     let ctx = check_context(context)?;
     let devs = devices(num_devices, device_list)?;
     let ptr = devs.ptr();
-    create(ctx, devs.held, |c| {
-        vcreate!(
-            c.inner.vt,
-            clCreateProgramWithBinary(
-                c.inner.h,
-                num_devices,
-                ptr,
-                lengths,
-                binaries,
-                binary_status
+    create(
+        ctx,
+        devs.held,
+        |c| {
+            vcreate!(
+                c.inner.vt,
+                clCreateProgramWithBinary(
+                    c.inner.h,
+                    num_devices,
+                    ptr,
+                    lengths,
+                    binaries,
+                    binary_status
+                )
             )
-        )
-    })
+        },
+        || {
+            // All devices' binaries, in order: one digest names the program.
+            let lens = crate::core::args::slice(lengths, num_devices as usize).unwrap_or(&[]);
+            let bins = crate::core::args::slice(binaries as *const *const u8, num_devices as usize)
+                .unwrap_or(&[]);
+            let bytes: Vec<u8> = lens
+                .iter()
+                .zip(bins)
+                .flat_map(|(&n, &b)| {
+                    crate::core::args::slice(b, n)
+                        .unwrap_or(&[])
+                        .iter()
+                        .copied()
+                })
+                .collect();
+            Origin::binary(&bytes)
+        },
+    )
 }
 
 pub fn create_program_with_built_in_kernels(
@@ -149,12 +180,17 @@ pub fn create_program_with_built_in_kernels(
     let ctx = check_context(context)?;
     let devs = devices(num_devices, device_list)?;
     let ptr = devs.ptr();
-    create(ctx, devs.held, |c| {
-        vcreate!(
-            c.inner.vt,
-            clCreateProgramWithBuiltInKernels(c.inner.h, num_devices, ptr, kernel_names)
-        )
-    })
+    create(
+        ctx,
+        devs.held,
+        |c| {
+            vcreate!(
+                c.inner.vt,
+                clCreateProgramWithBuiltInKernels(c.inner.h, num_devices, ptr, kernel_names)
+            )
+        },
+        || Origin::Opaque,
+    )
 }
 
 pub fn create_program_with_il(
@@ -162,9 +198,12 @@ pub fn create_program_with_il(
     il: *const c_void,
     length: usize,
 ) -> CLResult<cl_program> {
-    create(check_context(context)?, Vec::new(), |c| {
-        vcreate!(c.inner.vt, clCreateProgramWithIL(c.inner.h, il, length))
-    })
+    create(
+        check_context(context)?,
+        Vec::new(),
+        |c| vcreate!(c.inner.vt, clCreateProgramWithIL(c.inner.h, il, length)),
+        || Origin::binary(crate::core::args::slice(il as *const u8, length).unwrap_or(&[])),
+    )
 }
 
 pub fn retain_program(program: cl_program) -> CLResult<()> {
@@ -241,7 +280,7 @@ impl Notify {
         }
         match &self.origin {
             Some((ctx, devs)) if !inner.is_null() => {
-                let w = wrap_program(ctx, inner, devs.clone());
+                let w = wrap_program(ctx, inner, devs.clone(), Origin::Opaque);
                 *cell = Some(w.hold());
                 w.handle()
             }
@@ -323,6 +362,7 @@ pub fn compile_program(
     } else {
         headers.as_ptr()
     };
+    let header_sources = header_sources(num_input_headers, input_headers, header_include_names);
     let (f, data) = Notify::vendor_args(&notify, user_data);
     vtry!(
         p.inner.vt,
@@ -337,7 +377,44 @@ pub fn compile_program(
             f,
             data
         )
-    )
+    )?;
+    let mut origin = p.origin.lock().unwrap_or_else(|e| e.into_inner());
+    *origin = match header_sources {
+        Some(h) => origin.with_headers(h),
+        None => Origin::Opaque,
+    };
+    Ok(())
+}
+
+/// The headers of `clCompileProgram` as (include name, source text), for the analysis of
+/// what the compiled code reads; `None` if one has no source text to analyse.
+fn header_sources(
+    n: cl_uint,
+    programs: *const cl_program,
+    names: *mut *const c_char,
+) -> Option<Vec<(String, Arc<str>)>> {
+    let programs = crate::core::args::slice(programs, n as usize).unwrap_or(&[]);
+    let names = crate::core::args::slice(names as *const *const c_char, n as usize).unwrap_or(&[]);
+    programs
+        .iter()
+        .zip(names)
+        .map(|(&p, &name)| {
+            let name = crate::core::args::c_str(name)
+                .ok()?
+                .to_string_lossy()
+                .into_owned();
+            match &*Obj::<Program>::check(p)
+                .ok()?
+                .get()
+                .origin
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+            {
+                Origin::Source { text, .. } => Some((name, text.clone())),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 pub fn link_program(
@@ -383,9 +460,9 @@ pub fn link_program(
             data
         )
     );
-    match (r, notify) {
-        (Ok(h), Some(n)) => Ok(n.handle_for(h)),
-        (Ok(h), None) => Ok(wrap_program(ctx, h, devs.held).handle()),
+    let linked = match (r, notify) {
+        (Ok(h), Some(n)) => n.handle_for(h),
+        (Ok(h), None) => wrap_program(ctx, h, devs.held, Origin::Opaque).handle(),
         (Err(e), Some(n)) => {
             // The vendor may have notified with a program it then released (PoCL does on a
             // link failure): the wrapper the trampoline made for it has no owner.
@@ -393,10 +470,34 @@ pub fn link_program(
             if let Some(w) = orphan {
                 let _ = w.app_release();
             }
-            Err(e)
+            return Err(e);
         }
-        (Err(e), None) => Err(e),
+        (Err(e), None) => return Err(e),
+    };
+    if let Ok(p) = Obj::<Program>::check(linked) {
+        *p.get().origin.lock().unwrap_or_else(|e| e.into_inner()) =
+            origins(num_input_programs, input_programs);
     }
+    Ok(linked)
+}
+
+/// The origins of a link's input programs (already checked by the vendor call).
+fn origins(n: cl_uint, list: *const cl_program) -> Origin {
+    let inputs = crate::core::args::slice(list, n as usize).unwrap_or(&[]);
+    Origin::Linked(
+        inputs
+            .iter()
+            .map(|&p| match Obj::<Program>::check(p) {
+                Ok(p) => p
+                    .get()
+                    .origin
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone(),
+                Err(_) => Origin::Opaque,
+            })
+            .collect(),
+    )
 }
 
 pub fn get_program_info(

@@ -6,12 +6,16 @@ use std::sync::Mutex;
 
 use crate::core::args::{bytes_of, bytes_of_slice, property_list, write_info};
 use crate::core::error::CLResult;
+use crate::core::forward::Inner;
 use crate::core::forward::{fetch_info, info_string};
 use crate::core::handle::{new_obj, Obj};
+use crate::core::managed::Managed;
 use crate::core::objects::{Context, Queue};
 use crate::core::platform::Device;
 use crate::core::refcount;
 use crate::{vcreate, vtry};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Device queues by inner handle. Creating the default device queue twice returns the same
 /// vendor queue (with its count raised), which must map to the same wrapper. Host queues
@@ -130,17 +134,46 @@ fn create(
             return Ok(existing.handle());
         }
     }
+    let inner = ctx.get().inner.child(h);
+    let managed = (!props.on_device).then(|| managed_queue(&inner, dev.get(), props.priority));
     let q = new_obj(Queue {
-        inner: ctx.get().inner.child(h),
+        inner,
         context: ctx.hold(),
         device: dev.hold(),
         app_properties: props.app,
         priority: props.priority,
+        managed,
     });
     if props.on_device {
         device_queues().push((h as usize, q as *const _ as usize));
     }
     Ok(q.handle())
+}
+
+/// Every host queue is managed (software FIFO, arbiter client); see `core::managed`.
+fn managed_queue(
+    inner: &Inner<cl_command_queue>,
+    device: &Device,
+    hint: Option<cl_queue_priority_khr>,
+) -> Arc<Managed> {
+    static SERIAL: AtomicUsize = AtomicUsize::new(0);
+    let props: cl_command_queue_properties =
+        fetch_info(|s, v, r| match inner.vt.clGetCommandQueueInfo {
+            // SAFETY: the vendor's query on the queue it just created.
+            Some(f) => unsafe { f(inner.h, CL_QUEUE_PROPERTIES, s, v, r) },
+            None => CL_INVALID_OPERATION,
+        })
+        .map(|b| crate::api::device::read_handle::<usize>(&b) as cl_command_queue_properties)
+        .unwrap_or(0);
+    let label = format!("queue{}", SERIAL.fetch_add(1, Ordering::Relaxed));
+    Managed::new(
+        inner.clone(),
+        device,
+        hint,
+        props & CL_QUEUE_PROFILING_ENABLE != 0,
+        props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE != 0,
+        &label,
+    )
 }
 
 pub fn create_command_queue(
@@ -190,6 +223,14 @@ pub fn retain_command_queue(command_queue: cl_command_queue) -> CLResult<()> {
 }
 
 pub fn release_command_queue(command_queue: cl_command_queue) -> CLResult<()> {
+    // "clReleaseCommandQueue performs an implicit flush": commands still in software reach
+    // the vendor before its queue is released, and the submitter stops.
+    let o = Obj::<Queue>::check(command_queue)?;
+    if o.app_refs() == 1 {
+        if let Some(m) = &o.get().managed {
+            m.shutdown();
+        }
+    }
     refcount::release::<Queue>(command_queue, |q| {
         vtry!(q.inner.vt, clReleaseCommandQueue(q.inner.h))
     })
@@ -261,7 +302,15 @@ pub fn flush(command_queue: cl_command_queue) -> CLResult<()> {
 pub fn finish(command_queue: cl_command_queue) -> CLResult<()> {
     // "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid host command-queue."
     let q = Obj::<Queue>::check(command_queue)?.get();
-    vtry!(q.inner.vt, clFinish(q.inner.h))
+    // Commands still in software first reach the vendor, which then finishes them all.
+    if let Some(m) = &q.managed {
+        m.drain();
+    }
+    vtry!(q.inner.vt, clFinish(q.inner.h))?;
+    if let Some(m) = &q.managed {
+        m.settle_all();
+    }
+    Ok(())
 }
 
 pub fn set_default_device_command_queue(

@@ -141,6 +141,7 @@ impl OutEvent {
             inner: q.inner.child(self.inner),
             context: q.context.clone(),
             queue: Some(queue.hold()),
+            deferred: None,
         });
         super::args::set_out(self.app, ev.handle());
     }

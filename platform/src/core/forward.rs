@@ -20,6 +20,18 @@ pub struct Inner<H> {
     icd2: bool,
 }
 
+impl<H: Copy> Clone for Inner<H> {
+    fn clone(&self) -> Self {
+        Inner {
+            h: self.h,
+            vt: self.vt,
+            raw_vt: self.raw_vt,
+            slots: self.slots,
+            icd2: self.icd2,
+        }
+    }
+}
+
 // SAFETY: inner handles are opaque vendor pointers; OpenCL objects are thread-safe.
 unsafe impl<H> Send for Inner<H> {}
 // SAFETY: as above.

@@ -5,6 +5,7 @@
 
 use crate::core::cl::*;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use super::forward::Inner;
@@ -30,6 +31,8 @@ pub struct Queue {
     /// `CL_QUEUE_PRIORITY_KHR` as the application gave it (recorded even when the vendor
     /// lacks cl_khr_priority_hints and the property was stripped before forwarding).
     pub priority: Option<cl_queue_priority_khr>,
+    /// The software FIFO, submitter and arbiter client (`None` for device queues).
+    pub managed: Option<std::sync::Arc<crate::core::managed::Managed>>,
 }
 
 pub struct Mem {
@@ -50,6 +53,8 @@ pub struct Program {
     /// The program's devices; `CL_PROGRAM_DEVICES` is answered from the vendor's list
     /// mapped back through the device registry, so this is only what creation named.
     pub devices: Vec<Ref<Device>>,
+    /// Where its code came from, which decides whether its kernels may be sliced.
+    pub origin: Mutex<crate::core::sliceable::Origin>,
 }
 
 pub struct Kernel {
@@ -64,6 +69,65 @@ pub struct Kernel {
     pub arg_kinds: Box<[ArgKind]>,
     /// Whether launches of this kernel may be cut into slices (rule 5).
     pub sliceable: Sliceable,
+    /// Which arguments have been set: a launch is deferred only when all are, since the
+    /// vendor's `CL_INVALID_KERNEL_ARGS` must then come back from the enqueue itself.
+    pub args_set: ArgBits,
+    /// Memory-object arguments last set to NULL: re-applied to a launch's snapshot, since
+    /// PoCL's `clCloneKernel` does not copy them.
+    pub null_mems: ArgBits,
+}
+
+/// A bit per kernel argument.
+pub struct ArgBits {
+    words: Box<[AtomicU64]>,
+    count: usize,
+}
+
+impl ArgBits {
+    pub fn new(count: usize) -> Self {
+        ArgBits {
+            words: (0..count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            count,
+        }
+    }
+
+    pub fn set(&self, index: cl_uint, on: bool) {
+        let i = index as usize;
+        if let Some(w) = self.words.get(i / 64) {
+            let bit = 1u64 << (i % 64);
+            if on {
+                w.fetch_or(bit, Relaxed);
+            } else {
+                w.fetch_and(!bit, Relaxed);
+            }
+        }
+    }
+
+    pub fn get(&self, index: usize) -> bool {
+        self.words
+            .get(index / 64)
+            .is_some_and(|w| w.load(Relaxed) & (1 << (index % 64)) != 0)
+    }
+
+    pub fn all(&self) -> bool {
+        (0..self.count).all(|i| self.get(i))
+    }
+
+    /// The indices whose bit is set.
+    pub fn ones(&self) -> impl Iterator<Item = cl_uint> + '_ {
+        (0..self.count)
+            .filter(|&i| self.get(i))
+            .map(|i| i as cl_uint)
+    }
+
+    /// A copy for `clCloneKernel`, whose clone has the same arguments.
+    pub fn copy(&self) -> Self {
+        let c = ArgBits::new(self.count);
+        for (d, s) in c.words.iter().zip(self.words.iter()) {
+            d.store(s.load(Relaxed), Relaxed);
+        }
+        c
+    }
 }
 
 /// Whether a kernel's launches may be cut into slices. A slice is launched with a global
@@ -71,7 +135,9 @@ pub struct Kernel {
 /// `get_global_offset` (or their 2.0 relatives) would see other values inside a slice.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Sliceable {
-    Yes,
+    /// Sliceable; with a NULL local size too if `null_local` (the kernel does not depend
+    /// on the work-group size, which the vendor may choose differently for a slice).
+    Yes { null_local: bool },
     /// Never sliced, and why (logged once per kernel).
     No(String),
 }
@@ -104,6 +170,9 @@ pub struct Event {
     pub context: Ref<Context>,
     /// `None` for user events.
     pub queue: Option<Ref<Queue>>,
+    /// Set for a command that was deferred: `inner` is then a vendor user event that
+    /// stands for the command until it has run (see `core::managed::deferred`).
+    pub deferred: Option<std::sync::Arc<crate::core::managed::Deferred>>,
 }
 
 /// SVM allocations are raw pointers, not objects: this records which context owns one so

@@ -1,0 +1,1313 @@
+//! Preemption benchmark: a latency-critical (HP) process and a best-effort (LP) process
+//! that saturates the device, as real processes through the real ICD loader, on the bare
+//! vendor and through SoftPreempt. Prints a table of HP turnaround percentiles and LP
+//! throughput per mode; `--json FILE` also writes every number and every HP sample.
+//!
+//! Run: `cargo build --release -p softpreempt-icd && cargo bench --bench preempt -- [FLAGS]`
+//! (`--help` lists them; `--smoke` runs every mode for about a second with tiny kernels).
+//!
+//! The parent never touches OpenCL: it spawns this same binary in a child role (the role
+//! travels as JSON in `SOFTPREEMPT_BENCH_SPEC`), so every process picks its platform,
+//! priority (`SOFTPREEMPT_PRIORITY`) and configuration the way a real application would.
+//! Children answer with `@preempt {json}` lines on stdout (other lines are ignored, so a
+//! test harness may wrap the child); the parent says `go` on the child's stdin, and closing
+//! stdin means stop.
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Environment variable that carries a child's [`Role`]; its presence makes a child.
+const SPEC_ENV: &str = "SOFTPREEMPT_BENCH_SPEC";
+/// Prefix of the child's protocol lines on stdout.
+const MARK: &str = "@preempt ";
+
+fn main() {
+    if child::run_from_env() {
+        return;
+    }
+    let opts = match Options::parse(std::env::args().skip(1)) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}\n\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    // The release library, when built, is what users install; children inherit this.
+    let release = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libsoftpreempt.so");
+    if std::env::var_os("SOFTPREEMPT_LIB").is_none() && release.exists() {
+        std::env::set_var("SOFTPREEMPT_LIB", &release);
+    }
+    let report = run(&opts, &Launcher::this_binary());
+    report.print_table();
+    if let Some(path) = &opts.json {
+        let text = serde_json::to_string_pretty(&report).expect("report serializes");
+        std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+const USAGE: &str = "\
+usage: preempt [FLAGS]
+  --duration S       seconds of measurement per mode (default 5)
+  --lp-ms MS         LP kernel length alone, calibrated at start (default 20)
+  --hp-us US         HP kernel length alone, calibrated at start (default 500)
+  --gap-ms MS        mean of the HP's Poisson inter-arrival gap (default 20)
+  --hp-burst N       kernels per HP request, run back to back (default 1)
+  --lp-depth N       LP launches kept queued (default 2)
+  --lp-items N       LP global size (default: by device type and compute units)
+  --hp-items N       HP global size (default: by device type and compute units)
+  --target-us LIST   [sched] target_slice_us, e.g. 200,1000: one corun-sp mode each
+  --max-inflight N   [sched] max_inflight for the SoftPreempt modes
+  --modes LIST       modes to run (default: hp-alone,corun-bare,corun-sp,lp-bare,lp-sp,
+                     lp-sp-idle-hp; also hp-alone-sp, corun-sp-noslice)
+  --seed N           seed of the HP arrival sequence (the same in every mode)
+  --json FILE        write all numbers (and every HP sample) as JSON
+  --smoke            every mode for ~1 s with tiny kernels (CI)";
+
+// ---------------------------------------------------------------------------------------
+// Options and modes
+
+/// What the parent was asked to do.
+#[derive(Clone, Debug, Serialize)]
+pub struct Options {
+    pub duration_s: f64,
+    pub lp_ms: f64,
+    pub hp_us: f64,
+    pub gap_ms: f64,
+    pub hp_burst: u32,
+    pub lp_depth: usize,
+    pub lp_items: Option<usize>,
+    pub hp_items: Option<usize>,
+    pub target_us: Vec<u64>,
+    pub max_inflight: Option<u32>,
+    pub modes: Vec<Mode>,
+    pub seed: u64,
+    #[serde(skip)]
+    pub json: Option<PathBuf>,
+    pub smoke: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            duration_s: 5.0,
+            lp_ms: 20.0,
+            hp_us: 500.0,
+            gap_ms: 20.0,
+            hp_burst: 1,
+            lp_depth: 2,
+            lp_items: None,
+            hp_items: None,
+            target_us: Vec::new(),
+            max_inflight: None,
+            modes: Mode::DEFAULT.to_vec(),
+            seed: 0x5eed,
+            json: None,
+            smoke: false,
+        }
+    }
+}
+
+impl Options {
+    /// Short runs with tiny kernels: exercises every path of the harness in seconds.
+    pub fn smoke() -> Options {
+        Options {
+            duration_s: 1.0,
+            lp_ms: 3.0,
+            hp_us: 200.0,
+            gap_ms: 10.0,
+            lp_items: Some(1024),
+            hp_items: Some(64),
+            smoke: true,
+            ..Options::default()
+        }
+    }
+
+    /// Parses the flags; `--smoke` picks the starting point, later flags override it.
+    /// Unknown `--bench`-style flags from `cargo bench` are ignored.
+    pub fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
+        let args: Vec<String> = args.collect();
+        let mut o = if args.iter().any(|a| a == "--smoke") {
+            Options::smoke()
+        } else {
+            Options::default()
+        };
+        let mut it = args.into_iter();
+        while let Some(flag) = it.next() {
+            let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+            match flag.as_str() {
+                "--duration" => o.duration_s = num(&flag, &value()?)?,
+                "--lp-ms" => o.lp_ms = num(&flag, &value()?)?,
+                "--hp-us" => o.hp_us = num(&flag, &value()?)?,
+                "--gap-ms" => o.gap_ms = num(&flag, &value()?)?,
+                "--hp-burst" => o.hp_burst = num(&flag, &value()?)?,
+                "--lp-depth" => o.lp_depth = num(&flag, &value()?)?,
+                "--lp-items" => o.lp_items = Some(num(&flag, &value()?)?),
+                "--hp-items" => o.hp_items = Some(num(&flag, &value()?)?),
+                "--max-inflight" => o.max_inflight = Some(num(&flag, &value()?)?),
+                "--seed" => o.seed = num(&flag, &value()?)?,
+                "--json" => o.json = Some(PathBuf::from(value()?)),
+                "--target-us" => {
+                    o.target_us = list(&value()?, |s| num(&flag, s))?;
+                }
+                "--modes" => o.modes = list(&value()?, Mode::parse)?,
+                "--help" | "-h" => return Err("preemption benchmark".into()),
+                "--smoke" | "--bench" => {}
+                _ => return Err(format!("unknown flag {flag}")),
+            }
+        }
+        if o.hp_burst == 0 || o.lp_depth == 0 || o.duration_s <= 0.0 {
+            return Err("--hp-burst, --lp-depth and --duration must be positive".into());
+        }
+        Ok(o)
+    }
+}
+
+fn num<T: std::str::FromStr>(flag: &str, s: &str) -> Result<T, String> {
+    s.parse().map_err(|_| format!("{flag}: bad number '{s}'"))
+}
+
+fn list<T>(s: &str, f: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    s.split(',').filter(|x| !x.is_empty()).map(f).collect()
+}
+
+/// Which vendor platform a child uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    Bare,
+    Sp,
+}
+
+/// One measured configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// HP alone on the bare vendor: the latency baseline.
+    HpAlone,
+    /// HP alone through SoftPreempt: the layer's own cost on latency.
+    HpAloneSp,
+    /// HP + LP, both on the bare vendor.
+    CorunBare,
+    /// HP + LP, both through SoftPreempt (sliced while contended).
+    CorunSp,
+    /// HP + LP through SoftPreempt with `slice = "never"`: whole-kernel scheduling only.
+    CorunSpNoslice,
+    /// LP alone on the bare vendor: the throughput baseline.
+    LpBare,
+    /// LP alone through SoftPreempt.
+    LpSp,
+    /// LP through SoftPreempt with an idle high-priority queue registered.
+    LpSpIdleHp,
+}
+
+impl Mode {
+    const ALL: [Mode; 8] = [
+        Mode::HpAlone,
+        Mode::HpAloneSp,
+        Mode::CorunBare,
+        Mode::CorunSp,
+        Mode::CorunSpNoslice,
+        Mode::LpBare,
+        Mode::LpSp,
+        Mode::LpSpIdleHp,
+    ];
+    const DEFAULT: [Mode; 6] = [
+        Mode::HpAlone,
+        Mode::CorunBare,
+        Mode::CorunSp,
+        Mode::LpBare,
+        Mode::LpSp,
+        Mode::LpSpIdleHp,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Mode::HpAlone => "hp-alone",
+            Mode::HpAloneSp => "hp-alone-sp",
+            Mode::CorunBare => "corun-bare",
+            Mode::CorunSp => "corun-sp",
+            Mode::CorunSpNoslice => "corun-sp-noslice",
+            Mode::LpBare => "lp-bare",
+            Mode::LpSp => "lp-sp",
+            Mode::LpSpIdleHp => "lp-sp-idle-hp",
+        }
+    }
+
+    fn parse(s: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or(format!("unknown mode '{s}'"))
+    }
+
+    /// (HP platform, LP platform, idle registered HP).
+    fn processes(self) -> (Option<Platform>, Option<Platform>, bool) {
+        use Platform::*;
+        match self {
+            Mode::HpAlone => (Some(Bare), None, false),
+            Mode::HpAloneSp => (Some(Sp), None, false),
+            Mode::CorunBare => (Some(Bare), Some(Bare), false),
+            Mode::CorunSp | Mode::CorunSpNoslice => (Some(Sp), Some(Sp), false),
+            Mode::LpBare => (None, Some(Bare), false),
+            Mode::LpSp => (None, Some(Sp), false),
+            Mode::LpSpIdleHp => (None, Some(Sp), true),
+        }
+    }
+}
+
+/// One row of the run: a mode with its `[sched]` settings.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub label: String,
+    pub mode: Mode,
+    pub sched: Sched,
+}
+
+/// The `[sched]` keys written to the run's config file; `None` keeps the default.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Sched {
+    pub slice: Option<&'static str>,
+    pub target_slice_us: Option<u64>,
+    pub max_inflight: Option<u32>,
+}
+
+impl Sched {
+    fn toml(&self) -> String {
+        let mut s = String::from("version = 1\n[sched]\n");
+        if let Some(v) = self.slice {
+            s += &format!("slice = \"{v}\"\n");
+        }
+        if let Some(v) = self.target_slice_us {
+            s += &format!("target_slice_us = {v}\n");
+        }
+        if let Some(v) = self.max_inflight {
+            s += &format!("max_inflight = {v}\n");
+        }
+        s
+    }
+}
+
+/// The modes in order, `corun-sp` once per `--target-us` value.
+pub fn plans(o: &Options) -> Vec<Plan> {
+    let base = Sched {
+        max_inflight: o.max_inflight,
+        ..Sched::default()
+    };
+    let targets: Vec<Option<u64>> = if o.target_us.is_empty() {
+        vec![None]
+    } else {
+        o.target_us.iter().copied().map(Some).collect()
+    };
+    let mut out = Vec::new();
+    for &mode in &o.modes {
+        let slice = (mode == Mode::CorunSpNoslice).then_some("never");
+        let per_target = if mode == Mode::CorunSp {
+            targets.clone()
+        } else {
+            vec![targets[0]]
+        };
+        for t in per_target {
+            let label = match t {
+                Some(t) if targets.len() > 1 && mode == Mode::CorunSp => {
+                    format!("{}@{t}us", mode.name())
+                }
+                _ => mode.name().to_string(),
+            };
+            let sched = Sched {
+                slice,
+                target_slice_us: t,
+                ..base.clone()
+            };
+            out.push(Plan { label, mode, sched });
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// The protocol between parent and children
+
+/// What a child does; serialized into [`SPEC_ENV`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Role {
+    /// Sizes both kernels on the bare vendor.
+    Calibrate {
+        lp_ms: f64,
+        hp_us: f64,
+        lp_items: Option<usize>,
+        hp_items: Option<usize>,
+    },
+    /// Keeps `depth` long launches queued until stopped.
+    Lp {
+        platform: Platform,
+        kernel: KernelSpec,
+        depth: usize,
+    },
+    /// Short requests at Poisson arrivals for `duration_s`.
+    Hp {
+        platform: Platform,
+        kernel: KernelSpec,
+        gap_ms: f64,
+        burst: u32,
+        duration_s: f64,
+        seed: u64,
+    },
+    /// A high-priority queue that runs one tiny kernel, then sleeps until stopped.
+    IdleHp { platform: Platform },
+}
+
+/// Size of one `spin` launch.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct KernelSpec {
+    pub items: usize,
+    pub iters: u32,
+}
+
+/// A child's message to the parent.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Msg {
+    Ready,
+    Calibrated(Calibration),
+    Hp(HpResult),
+    Lp(LpResult),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Calibration {
+    pub device: String,
+    pub gpu: bool,
+    pub compute_units: u32,
+    pub lp: KernelSpec,
+    pub hp: KernelSpec,
+    /// Measured device time of one launch alone, after sizing.
+    pub lp_ms: f64,
+    pub hp_ms: f64,
+}
+
+/// One HP request.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct HpSample {
+    /// Host clock, first enqueue to last completion, ms.
+    pub turnaround_ms: f64,
+    /// Device clock, first kernel QUEUED to START (profiling), ms: how long the HP work
+    /// waited for the device.
+    pub queue_to_start_ms: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct HpResult {
+    pub samples: Vec<HpSample>,
+    pub arbiter: Option<ArbiterStats>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LpResult {
+    /// Launches that completed between the first and last counted completion.
+    pub launches: u64,
+    pub seconds: f64,
+    pub per_s: f64,
+    pub arbiter: Option<ArbiterStats>,
+}
+
+/// This process's clients in the arbiter segments of the run (`None`: not registered,
+/// e.g. on the bare vendor).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ArbiterStats {
+    pub clients: u32,
+    pub grants: u64,
+    pub slices: u64,
+    pub yields: u64,
+    pub wait_ms: f64,
+    pub busy_ms: f64,
+}
+
+// ---------------------------------------------------------------------------------------
+// Children
+
+/// How to start a child: this binary, plus arguments a wrapping test harness needs to
+/// reach the child entry point.
+pub struct Launcher {
+    pub exe: PathBuf,
+    pub args: Vec<String>,
+}
+
+impl Launcher {
+    pub fn this_binary() -> Launcher {
+        Launcher {
+            exe: std::env::current_exe().expect("current_exe"),
+            args: Vec::new(),
+        }
+    }
+}
+
+/// Where one mode's processes meet: a private arbiter directory and config file.
+struct RunDir {
+    shm: PathBuf,
+    config: PathBuf,
+}
+
+impl RunDir {
+    fn new(root: &Path, index: usize, sched: &Sched) -> RunDir {
+        let dir = root.join(format!("mode-{index}"));
+        let shm = dir.join("shm");
+        std::fs::create_dir_all(&shm).expect("create run dir");
+        let config = dir.join("softpreempt.toml");
+        std::fs::write(&config, sched.toml()).expect("write config");
+        RunDir { shm, config }
+    }
+}
+
+/// A running child process. Dropping it kills the child if it is still running, so an
+/// error in one mode never leaves a device hog behind.
+struct Child {
+    name: &'static str,
+    proc: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+}
+
+impl Child {
+    fn spawn(
+        name: &'static str,
+        launcher: &Launcher,
+        role: &Role,
+        run: &RunDir,
+        priority: &str,
+    ) -> Result<Child, String> {
+        let mut cmd = Command::new(&launcher.exe);
+        cmd.args(&launcher.args)
+            .env(
+                SPEC_ENV,
+                serde_json::to_string(role).expect("role serializes"),
+            )
+            .env("SOFTPREEMPT_PRIORITY", priority)
+            .env("SOFTPREEMPT_SHM_DIR", &run.shm)
+            .env("SOFTPREEMPT_CONFIG", &run.config)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut proc = cmd.spawn().map_err(|e| format!("spawn {name}: {e}"))?;
+        let stdin = proc.stdin.take();
+        let stdout = BufReader::new(proc.stdout.take().expect("piped stdout"));
+        Ok(Child {
+            name,
+            proc,
+            stdin,
+            stdout,
+        })
+    }
+
+    /// The next protocol message (skipping other output).
+    fn recv(&mut self) -> Result<Msg, String> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .map_err(|e| format!("{}: {e}", self.name))?;
+            if n == 0 {
+                return Err(format!("{} exited early (see its stderr)", self.name));
+            }
+            if let Some(json) = line.trim_end().strip_prefix(MARK) {
+                return serde_json::from_str(json)
+                    .map_err(|e| format!("{}: bad message {json}: {e}", self.name));
+            }
+        }
+    }
+
+    fn expect_ready(&mut self) -> Result<(), String> {
+        match self.recv()? {
+            Msg::Ready => Ok(()),
+            m => Err(format!("{}: expected Ready, got {m:?}", self.name)),
+        }
+    }
+
+    fn go(&mut self) -> Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        writeln!(stdin, "go")
+            .and_then(|_| stdin.flush())
+            .map_err(|e| format!("{}: {e}", self.name))
+    }
+
+    /// Closing stdin is the stop signal.
+    fn stop(&mut self) {
+        self.stdin = None;
+    }
+
+    fn finish(mut self) -> Result<(), String> {
+        self.stop();
+        let status = self.proc.wait().map_err(|e| e.to_string())?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("{} failed: {status}", self.name))
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if let Ok(None) = self.proc.try_wait() {
+            let _ = self.proc.kill();
+            let _ = self.proc.wait();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The parent: calibration, modes, report
+
+/// Everything one run measured.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub options: Options,
+    pub calibration: Calibration,
+    pub modes: Vec<ModeResult>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ModeResult {
+    pub label: String,
+    pub plan: Plan,
+    pub hp: Option<HpStats>,
+    pub lp: Option<LpResult>,
+    /// HP p99 over the p99 of `hp-alone`.
+    pub hp_p99_vs_alone: Option<f64>,
+    /// LP throughput over that of `lp-bare`.
+    pub lp_vs_alone: Option<f64>,
+    pub error: Option<String>,
+}
+
+/// HP turnaround summary (ms) plus the raw samples.
+#[derive(Debug, Serialize)]
+pub struct HpStats {
+    pub n: usize,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    pub mean_ms: f64,
+    pub queue_to_start_p50_ms: f64,
+    pub queue_to_start_p99_ms: f64,
+    pub arbiter: Option<ArbiterStats>,
+    pub samples: Vec<HpSample>,
+}
+
+impl HpStats {
+    fn new(r: HpResult) -> HpStats {
+        let mut t: Vec<f64> = r.samples.iter().map(|s| s.turnaround_ms).collect();
+        let mut q: Vec<f64> = r.samples.iter().map(|s| s.queue_to_start_ms).collect();
+        t.sort_by(f64::total_cmp);
+        q.sort_by(f64::total_cmp);
+        HpStats {
+            n: t.len(),
+            p50_ms: percentile(&t, 50.0),
+            p90_ms: percentile(&t, 90.0),
+            p99_ms: percentile(&t, 99.0),
+            max_ms: t.last().copied().unwrap_or(f64::NAN),
+            mean_ms: t.iter().sum::<f64>() / t.len() as f64,
+            queue_to_start_p50_ms: percentile(&q, 50.0),
+            queue_to_start_p99_ms: percentile(&q, 99.0),
+            arbiter: r.arbiter,
+            samples: r.samples,
+        }
+    }
+}
+
+/// Nearest-rank percentile of sorted values (NaN when empty).
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Runs the calibration and every mode. A mode that fails is reported with its error and
+/// the run goes on.
+pub fn run(o: &Options, launcher: &Launcher) -> Report {
+    let root = scratch_dir();
+    let calibration = calibrate(o, launcher, &root).unwrap_or_else(|e| {
+        let _ = std::fs::remove_dir_all(&root);
+        panic!("calibration failed: {e}")
+    });
+    eprintln!(
+        "calibrated on {}: LP {} items x {} iters = {:.2} ms, HP {} items x {} iters = {:.3} ms",
+        calibration.device,
+        calibration.lp.items,
+        calibration.lp.iters,
+        calibration.lp_ms,
+        calibration.hp.items,
+        calibration.hp.iters,
+        calibration.hp_ms
+    );
+    let mut modes = Vec::new();
+    for (i, plan) in plans(o).into_iter().enumerate() {
+        eprintln!("running {} ({} s)", plan.label, o.duration_s);
+        let run = RunDir::new(&root, i + 1, &plan.sched);
+        let (hp, lp, error) = match run_mode(&plan, o, &calibration, launcher, &run) {
+            Ok((hp, lp)) => (hp.map(HpStats::new), lp, None),
+            Err(e) => {
+                eprintln!("{}: {e}", plan.label);
+                (None, None, Some(e))
+            }
+        };
+        modes.push(ModeResult {
+            label: plan.label.clone(),
+            plan,
+            hp,
+            lp,
+            hp_p99_vs_alone: None,
+            lp_vs_alone: None,
+            error,
+        });
+    }
+    let _ = std::fs::remove_dir_all(&root);
+    add_ratios(&mut modes);
+    Report {
+        options: o.clone(),
+        calibration,
+        modes,
+    }
+}
+
+/// A private directory for the run's arbiter segments and config files; on tmpfs where
+/// there is one, as the default `/dev/shm` is.
+fn scratch_dir() -> PathBuf {
+    let base = Path::new("/dev/shm");
+    let base = if base.is_dir() {
+        base.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    let dir = base.join(format!("softpreempt-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+fn calibrate(o: &Options, launcher: &Launcher, root: &Path) -> Result<Calibration, String> {
+    let role = Role::Calibrate {
+        lp_ms: o.lp_ms,
+        hp_us: o.hp_us,
+        lp_items: o.lp_items,
+        hp_items: o.hp_items,
+    };
+    let run = RunDir::new(root, 0, &Sched::default());
+    let mut child = Child::spawn("calibrate", launcher, &role, &run, "normal")?;
+    let msg = child.recv()?;
+    child.finish()?;
+    match msg {
+        Msg::Calibrated(c) => Ok(c),
+        m => Err(format!("expected Calibrated, got {m:?}")),
+    }
+}
+
+/// One mode: start the idle HP, the LP and the HP (each ready before the next starts, so
+/// the HP measures against an already saturated device), say `go`, collect results.
+fn run_mode(
+    plan: &Plan,
+    o: &Options,
+    cal: &Calibration,
+    launcher: &Launcher,
+    run: &RunDir,
+) -> Result<(Option<HpResult>, Option<LpResult>), String> {
+    let (hp_platform, lp_platform, idle_hp) = plan.mode.processes();
+    let mut idle = None;
+    if idle_hp {
+        let role = Role::IdleHp {
+            platform: Platform::Sp,
+        };
+        let mut c = Child::spawn("idle-hp", launcher, &role, run, "high")?;
+        c.expect_ready()?;
+        idle = Some(c);
+    }
+    let mut lp = None;
+    if let Some(platform) = lp_platform {
+        let role = Role::Lp {
+            platform,
+            kernel: cal.lp,
+            depth: o.lp_depth,
+        };
+        let mut c = Child::spawn("lp", launcher, &role, run, "low")?;
+        c.expect_ready()?;
+        lp = Some(c);
+    }
+    let mut hp = None;
+    if let Some(platform) = hp_platform {
+        let role = Role::Hp {
+            platform,
+            kernel: cal.hp,
+            gap_ms: o.gap_ms,
+            burst: o.hp_burst,
+            duration_s: o.duration_s,
+            seed: o.seed,
+        };
+        let mut c = Child::spawn("hp", launcher, &role, run, "high")?;
+        c.expect_ready()?;
+        hp = Some(c);
+    }
+    for c in [&mut lp, &mut hp].into_iter().flatten() {
+        c.go()?;
+    }
+    let hp_result = match hp {
+        Some(mut c) => {
+            let r = c.recv()?;
+            c.finish()?;
+            match r {
+                Msg::Hp(r) => Some(r),
+                m => return Err(format!("hp: expected a result, got {m:?}")),
+            }
+        }
+        None => {
+            std::thread::sleep(Duration::from_secs_f64(o.duration_s));
+            None
+        }
+    };
+    let lp_result = match lp {
+        Some(mut c) => {
+            c.stop();
+            let r = c.recv()?;
+            c.finish()?;
+            match r {
+                Msg::Lp(r) => Some(r),
+                m => return Err(format!("lp: expected a result, got {m:?}")),
+            }
+        }
+        None => None,
+    };
+    if let Some(c) = idle {
+        c.finish()?;
+    }
+    Ok((hp_result, lp_result))
+}
+
+/// Fills in the ratios against the `hp-alone` and `lp-bare` rows, when they ran.
+fn add_ratios(modes: &mut [ModeResult]) {
+    let base = |m: Mode| modes.iter().find(|r| r.plan.mode == m && r.error.is_none());
+    let hp_alone = base(Mode::HpAlone).and_then(|r| r.hp.as_ref().map(|h| h.p99_ms));
+    let lp_alone = base(Mode::LpBare).and_then(|r| r.lp.as_ref().map(|l| l.per_s));
+    for r in modes.iter_mut() {
+        r.hp_p99_vs_alone = hp_alone.zip(r.hp.as_ref()).map(|(a, h)| h.p99_ms / a);
+        r.lp_vs_alone = lp_alone.zip(r.lp.as_ref()).map(|(a, l)| l.per_s / a);
+    }
+}
+
+impl Report {
+    pub fn print_table(&self) {
+        let c = &self.calibration;
+        println!(
+            "Preemption benchmark on {} ({} s per mode): LP kernel {:.2} ms alone, HP kernel \
+             {:.3} ms alone x{}, HP mean gap {} ms",
+            c.device,
+            self.options.duration_s,
+            c.lp_ms,
+            c.hp_ms,
+            self.options.hp_burst,
+            self.options.gap_ms
+        );
+        println!(
+            "{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>8}",
+            "mode",
+            "HP n",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+            "q2s p99",
+            "p99/alone",
+            "LP launch/s",
+            "LP/alone",
+            "slices"
+        );
+        for m in &self.modes {
+            println!("{}", m.row());
+        }
+    }
+}
+
+impl ModeResult {
+    fn row(&self) -> String {
+        if let Some(e) = &self.error {
+            return format!("{:<22} FAILED: {e}", self.label);
+        }
+        let f = |v: Option<f64>, prec: usize| match v {
+            Some(v) => format!("{v:.prec$}"),
+            None => "-".into(),
+        };
+        let hp = self.hp.as_ref();
+        let lp = self.lp.as_ref();
+        let slices = lp
+            .and_then(|l| l.arbiter.as_ref())
+            .map_or("-".into(), |a| a.slices.to_string());
+        format!(
+            "{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>8}",
+            self.label,
+            hp.map_or("-".into(), |h| h.n.to_string()),
+            f(hp.map(|h| h.p50_ms), 3),
+            f(hp.map(|h| h.p99_ms), 3),
+            f(hp.map(|h| h.max_ms), 3),
+            f(hp.map(|h| h.queue_to_start_p99_ms), 3),
+            f(self.hp_p99_vs_alone, 2),
+            f(lp.map(|l| l.per_s), 2),
+            f(self.lp_vs_alone, 4),
+            slices
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The child roles
+
+pub mod child {
+    use super::common::*;
+    use super::*;
+    use opencl_sys::*;
+    use std::collections::VecDeque;
+    use std::ffi::c_void;
+    use std::sync::{Arc, Condvar, Mutex};
+
+    /// Runs the role named in [`SPEC_ENV`], if any; returns whether this was a child.
+    pub fn run_from_env() -> bool {
+        let Ok(spec) = std::env::var(SPEC_ENV) else {
+            return false;
+        };
+        let role: Role = serde_json::from_str(&spec).expect("bad SOFTPREEMPT_BENCH_SPEC");
+        match role {
+            Role::Calibrate {
+                lp_ms,
+                hp_us,
+                lp_items,
+                hp_items,
+            } => say(&Msg::Calibrated(calibrate(
+                lp_ms, hp_us, lp_items, hp_items,
+            ))),
+            Role::Lp {
+                platform,
+                kernel,
+                depth,
+            } => say(&Msg::Lp(lp(platform, kernel, depth))),
+            Role::Hp {
+                platform,
+                kernel,
+                gap_ms,
+                burst,
+                duration_s,
+                seed,
+            } => say(&Msg::Hp(hp(
+                platform, kernel, gap_ms, burst, duration_s, seed,
+            ))),
+            Role::IdleHp { platform } => idle_hp(platform),
+        }
+        true
+    }
+
+    fn say(m: &Msg) {
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "{MARK}{}",
+            serde_json::to_string(m).expect("msg serializes")
+        )
+        .and_then(|_| out.flush())
+        .expect("stdout");
+    }
+
+    /// A compute-bound kernel: a serial chain of FMAs per work-item, so its length is
+    /// `iters` and its width `items`, and it reads only `get_global_id` (sliceable).
+    const SPIN_SRC: &str = "
+        __kernel void spin(__global float *out, uint iters) {
+            size_t i = get_global_id(0);
+            float a = (float)(i & 1023) * 1e-3f;
+            float b = 1.0f - a * 1e-6f;
+            for (uint k = 0; k < iters; ++k)
+                a = fma(a, b, 1e-7f);
+            out[i] = a;
+        }";
+
+    /// One queue with the `spin` kernel ready to launch over `items` work-items.
+    struct Spin {
+        env: Env,
+        kernel: cl_kernel,
+        out: cl_mem,
+        items: usize,
+    }
+
+    impl Spin {
+        fn new(platform: Platform, items: usize) -> Spin {
+            let env = Env::new(match platform {
+                Platform::Bare => bare_platform(),
+                Platform::Sp => sp_platform(),
+            });
+            let kernel = env.kernel(env.program(SPIN_SRC), "spin");
+            let out = env.buffer(items * std::mem::size_of::<f32>());
+            // SAFETY: argument 0 is a `__global float *`, given a buffer of this context.
+            ok(unsafe {
+                clSetKernelArg(
+                    kernel,
+                    0,
+                    std::mem::size_of::<cl_mem>(),
+                    &out as *const cl_mem as *const c_void,
+                )
+            });
+            Spin {
+                env,
+                kernel,
+                out,
+                items,
+            }
+        }
+
+        fn set_iters(&self, iters: u32) {
+            // SAFETY: argument 1 is a `uint`, given a live cl_uint.
+            ok(unsafe {
+                clSetKernelArg(
+                    self.kernel,
+                    1,
+                    std::mem::size_of::<cl_uint>(),
+                    &iters as *const cl_uint as *const c_void,
+                )
+            });
+        }
+
+        /// Enqueues one launch (NULL local size, as most applications do) and flushes it
+        /// so that the device starts it without waiting for a later call.
+        fn enqueue(&self) -> cl_event {
+            let mut ev = std::ptr::null_mut();
+            // SAFETY: a valid queue and kernel with both arguments set; one event out.
+            unsafe {
+                ok(clEnqueueNDRangeKernel(
+                    self.env.queue,
+                    self.kernel,
+                    1,
+                    std::ptr::null(),
+                    &self.items,
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    &mut ev,
+                ));
+                ok(clFlush(self.env.queue));
+            }
+            ev
+        }
+
+        /// One launch waited for; its device time (profiling END - START).
+        fn time_once(&self) -> Duration {
+            let ev = self.enqueue();
+            wait(ev);
+            let d = profile(ev, CL_PROFILING_COMMAND_END)
+                .saturating_sub(profile(ev, CL_PROFILING_COMMAND_START));
+            release(ev);
+            Duration::from_nanos(d)
+        }
+    }
+
+    impl Drop for Spin {
+        fn drop(&mut self) {
+            // SAFETY: releasing what `new` created; the queue is drained first.
+            unsafe {
+                clFinish(self.env.queue);
+                clReleaseKernel(self.kernel);
+                clReleaseMemObject(self.out);
+            }
+        }
+    }
+
+    fn wait(ev: cl_event) {
+        // SAFETY: one valid event.
+        ok(unsafe { clWaitForEvents(1, &ev) });
+    }
+
+    fn release(ev: cl_event) {
+        // SAFETY: the event was returned by an enqueue and is released once.
+        ok(unsafe { clReleaseEvent(ev) });
+    }
+
+    fn profile(ev: cl_event, what: cl_profiling_info) -> u64 {
+        // SAFETY: a valid, completed event of a profiling queue; a cl_ulong out value.
+        info_scalar(|s, v, r| unsafe { clGetEventProfilingInfo(ev, what, s, v, r) })
+    }
+
+    fn device_info<T: Copy + Default>(d: cl_device_id, what: cl_device_info) -> T {
+        // SAFETY: a valid device and an out value of the parameter's type.
+        info_scalar(|s, v, r| unsafe { clGetDeviceInfo(d, what, s, v, r) })
+    }
+
+    /// Sizes `spin` so that one launch takes `target` alone: grow `iters` geometrically
+    /// until a launch is long enough to time, then scale linearly (the kernel is a serial
+    /// chain, so its time is linear in `iters`) and refine once.
+    fn size_iters(spin: &Spin, target: Duration) -> (u32, Duration) {
+        let median = |iters: u32| {
+            spin.set_iters(iters);
+            let mut t: Vec<Duration> = (0..3).map(|_| spin.time_once()).collect();
+            t.sort();
+            t[1].max(Duration::from_nanos(1))
+        };
+        let scale = |iters: u32, t: Duration| {
+            let v = iters as f64 * target.as_secs_f64() / t.as_secs_f64();
+            v.clamp(1.0, u32::MAX as f64) as u32
+        };
+        let mut iters = 16u32;
+        let mut t = median(iters);
+        while t < target / 8 && iters < u32::MAX / 8 {
+            iters *= 8;
+            t = median(iters);
+        }
+        for _ in 0..2 {
+            iters = scale(iters, t);
+            t = median(iters);
+        }
+        (iters, t)
+    }
+
+    fn calibrate(
+        lp_ms: f64,
+        hp_us: f64,
+        lp_items: Option<usize>,
+        hp_items: Option<usize>,
+    ) -> Calibration {
+        let platform = bare_platform();
+        let dev = device(platform);
+        let dtype: cl_device_type = device_info(dev, CL_DEVICE_TYPE);
+        let gpu = dtype & CL_DEVICE_TYPE_GPU as cl_device_type != 0;
+        let cus: cl_uint = device_info(dev, CL_DEVICE_MAX_COMPUTE_UNITS);
+        // SAFETY: a valid device; info_bytes passes matching sizes and buffers.
+        let name = cstr(&info_bytes(|s, v, r| unsafe {
+            clGetDeviceInfo(dev, CL_DEVICE_NAME, s, v, r)
+        }));
+        // A GPU needs several full waves to be saturated (2048 threads per SM on recent
+        // NVIDIA parts); a CPU device needs enough work-groups to slice finely.
+        let per_cu = |gpu_n: usize, cpu_n: usize| cus as usize * if gpu { gpu_n } else { cpu_n };
+        let lp = Spin::new(Platform::Bare, lp_items.unwrap_or(per_cu(8192, 4096)));
+        let hp = Spin::new(Platform::Bare, hp_items.unwrap_or(per_cu(256, 64)));
+        let (lp_iters, lp_t) = size_iters(&lp, Duration::from_secs_f64(lp_ms / 1e3));
+        let (hp_iters, hp_t) = size_iters(&hp, Duration::from_secs_f64(hp_us / 1e6));
+        Calibration {
+            device: name,
+            gpu,
+            compute_units: cus,
+            lp: KernelSpec {
+                items: lp.items,
+                iters: lp_iters,
+            },
+            hp: KernelSpec {
+                items: hp.items,
+                iters: hp_iters,
+            },
+            lp_ms: lp_t.as_secs_f64() * 1e3,
+            hp_ms: hp_t.as_secs_f64() * 1e3,
+        }
+    }
+
+    /// The parent's commands, read from stdin by a helper thread: `go` starts the
+    /// measurement, end of input stops it.
+    #[derive(Clone)]
+    struct Control(Arc<(Mutex<Phase>, Condvar)>);
+
+    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+    enum Phase {
+        Waiting,
+        Go,
+        Stop,
+    }
+
+    impl Control {
+        fn start() -> Control {
+            let c = Control(Arc::new((Mutex::new(Phase::Waiting), Condvar::new())));
+            let reader = c.clone();
+            std::thread::spawn(move || {
+                for line in std::io::stdin().lock().lines() {
+                    match line {
+                        Ok(l) if l.trim() == "go" => reader.set(Phase::Go),
+                        Ok(_) => {}
+                        Err(_) => break,
+                    }
+                }
+                reader.set(Phase::Stop);
+            });
+            c
+        }
+
+        fn set(&self, p: Phase) {
+            let mut g = self.0 .0.lock().unwrap();
+            *g = (*g).max(p);
+            self.0 .1.notify_all();
+        }
+
+        fn phase(&self) -> Phase {
+            *self.0 .0.lock().unwrap()
+        }
+
+        fn wait_for(&self, p: Phase) {
+            let mut g = self.0 .0.lock().unwrap();
+            while *g < p {
+                g = self.0 .1.wait(g).unwrap();
+            }
+        }
+    }
+
+    /// Keeps `depth` launches queued; counts completions between `go` and stop. The
+    /// rate is taken between the first and the last counted completion, so the partly
+    /// done launches at either edge do not bias it.
+    fn lp(platform: Platform, kernel: KernelSpec, depth: usize) -> LpResult {
+        let spin = Spin::new(platform, kernel.items);
+        spin.set_iters(kernel.iters);
+        spin.time_once(); // builds lazily compiled code before the clock starts
+        let ctl = Control::start();
+        say(&Msg::Ready);
+        let mut inflight = VecDeque::new();
+        let (mut first, mut last, mut count) = (None, None, 0u64);
+        loop {
+            while inflight.len() < depth {
+                inflight.push_back(spin.enqueue());
+            }
+            let ev = inflight.pop_front().expect("depth >= 1");
+            wait(ev);
+            let now = Instant::now();
+            release(ev);
+            match ctl.phase() {
+                Phase::Waiting => {}
+                Phase::Go => {
+                    first.get_or_insert(now);
+                    last = Some(now);
+                    count += 1;
+                }
+                Phase::Stop => break,
+            }
+        }
+        for ev in inflight {
+            wait(ev);
+            release(ev);
+        }
+        let seconds = match (first, last) {
+            (Some(f), Some(l)) => (l - f).as_secs_f64(),
+            _ => 0.0,
+        };
+        let launches = count.saturating_sub(1);
+        LpResult {
+            launches,
+            seconds,
+            per_s: if seconds > 0.0 {
+                launches as f64 / seconds
+            } else {
+                f64::NAN
+            },
+            arbiter: own_arbiter_stats(),
+        }
+    }
+
+    /// Requests at Poisson arrivals (an open-loop schedule: a request that arrives while
+    /// the previous one still runs is issued at once, late). Each request is `burst`
+    /// kernels, each waited for before the next.
+    fn hp(
+        platform: Platform,
+        kernel: KernelSpec,
+        gap_ms: f64,
+        burst: u32,
+        duration_s: f64,
+        seed: u64,
+    ) -> HpResult {
+        let spin = Spin::new(platform, kernel.items);
+        spin.set_iters(kernel.iters);
+        for _ in 0..3 {
+            spin.time_once(); // lazily compiled code, first-touch of the buffer
+        }
+        let ctl = Control::start();
+        say(&Msg::Ready);
+        ctl.wait_for(Phase::Go);
+        let mut rng = Rng(seed);
+        let start = Instant::now();
+        let end = start + Duration::from_secs_f64(duration_s);
+        let mut next = start;
+        let mut samples = Vec::new();
+        loop {
+            next += Duration::from_secs_f64(rng.exponential(gap_ms / 1e3));
+            if next >= end {
+                break;
+            }
+            if let Some(d) = next.checked_duration_since(Instant::now()) {
+                std::thread::sleep(d);
+            }
+            samples.push(request(&spin, burst));
+        }
+        HpResult {
+            samples,
+            arbiter: own_arbiter_stats(),
+        }
+    }
+
+    fn request(spin: &Spin, burst: u32) -> HpSample {
+        let t0 = Instant::now();
+        let mut queue_to_start_ms = 0.0;
+        for i in 0..burst {
+            let ev = spin.enqueue();
+            wait(ev);
+            if i == 0 {
+                let q = profile(ev, CL_PROFILING_COMMAND_QUEUED);
+                let s = profile(ev, CL_PROFILING_COMMAND_START);
+                queue_to_start_ms = s.saturating_sub(q) as f64 / 1e6;
+            }
+            release(ev);
+        }
+        HpSample {
+            turnaround_ms: t0.elapsed().as_secs_f64() * 1e3,
+            queue_to_start_ms,
+        }
+    }
+
+    /// A registered high-priority queue that has run one tiny kernel and stays idle.
+    fn idle_hp(platform: Platform) {
+        let spin = Spin::new(platform, 1);
+        spin.set_iters(1);
+        spin.time_once();
+        let ctl = Control::start();
+        say(&Msg::Ready);
+        ctl.wait_for(Phase::Stop);
+    }
+
+    /// This process's clients in the run's arbiter segments; read while the queues are
+    /// still open, because a closed queue's slot is freed.
+    fn own_arbiter_stats() -> Option<ArbiterStats> {
+        let dir = std::env::var_os("SOFTPREEMPT_SHM_DIR")?;
+        let pid = std::process::id();
+        let mut a = ArbiterStats::default();
+        for path in softpreempt_sched::list_segments(Path::new(&dir)).ok()? {
+            let Ok(snap) = softpreempt_sched::inspect(&path) else {
+                continue;
+            };
+            for c in snap.clients.iter().filter(|c| c.pid == pid) {
+                a.clients += 1;
+                a.grants += c.grants;
+                a.slices += c.slices;
+                a.yields += c.yields;
+                a.wait_ms += c.wait_ns as f64 / 1e6;
+                a.busy_ms += c.busy_ns as f64 / 1e6;
+            }
+        }
+        (a.clients > 0).then_some(a)
+    }
+
+    /// splitmix64: a small, seedable generator, so every mode sees the same arrivals.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next_f64(&mut self) -> f64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^= z >> 31;
+            (z >> 11) as f64 / (1u64 << 53) as f64
+        }
+
+        fn exponential(&mut self, mean: f64) -> f64 {
+            -mean * (1.0 - self.next_f64()).ln()
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! How an enqueue reaches the vendor on a managed queue (see `core::managed`): straight
+//! through, after draining the queue's software FIFO, or deferred into that FIFO.
+//!
+//! Only kernel launches and markers/barriers are deferred. Everything the vendor would
+//! reject synchronously is either checked here first (with the spec's error) or makes the
+//! command go direct, so the application gets the vendor's own error from the call.
+
+use std::sync::Arc;
+
+use crate::core::cl::*;
+use crate::core::error::CLResult;
+use crate::core::events::{InnerEvents, OutEvent};
+use crate::core::forward::Inner;
+use crate::core::handle::{new_obj, Obj};
+use crate::core::managed::{self, launch, Call, Command, Deferred, Managed, Retained, Work};
+use crate::core::objects::{Event, Kernel, Queue};
+
+/// The queue's managed side, when a new command must go through its FIFO.
+pub fn deferring(q: &Obj<Queue>) -> Option<&Arc<Managed>> {
+    q.get().managed.as_ref().filter(|m| m.must_defer())
+}
+
+/// Sends one command straight to the vendor on a managed queue: earlier deferred commands
+/// first reach the vendor (in-order semantics), and while a lower priority shares the
+/// device the command's completion is watched, so that it yields until then.
+pub fn direct<T>(
+    m: &Arc<Managed>,
+    q: &Obj<Queue>,
+    wait: InnerEvents,
+    event: *mut cl_event,
+    call: impl FnOnce(&Inner<cl_command_queue>, cl_uint, *const cl_event, *mut cl_event) -> CLResult<T>,
+) -> CLResult<T> {
+    m.drain();
+    let mut out = OutEvent::new(event);
+    let Some(watch) = m.direct_submitted(wait.as_slice()) else {
+        let r = call(&q.get().inner, wait.len(), wait.ptr(), out.ptr())?;
+        out.publish(q);
+        return Ok(r);
+    };
+    // The completion is watched on the command's vendor event: ask for one even when the
+    // application did not.
+    let mut local: cl_event = std::ptr::null_mut();
+    let ptr = if event.is_null() {
+        &mut local as *mut cl_event
+    } else {
+        out.ptr()
+    };
+    let r = call(&q.get().inner, wait.len(), wait.ptr(), ptr);
+    let ev = if event.is_null() { local } else { out.inner };
+    let vt = q.get().inner.vt;
+    let watched = r.is_ok() && !ev.is_null() && {
+        match vt.clSetEventCallback {
+            // SAFETY: our trampoline, with the reference `direct_submitted` made for it.
+            Some(f) => unsafe {
+                f(
+                    ev,
+                    CL_COMPLETE as cl_int,
+                    Some(managed::on_direct_done),
+                    watch,
+                ) == CL_SUCCESS
+            },
+            None => false,
+        }
+    };
+    if !watched {
+        // SAFETY: the reference was not handed to the vendor.
+        unsafe { managed::direct_abandoned(watch) };
+    }
+    if !local.is_null() {
+        if let Some(f) = vt.clReleaseEvent {
+            // SAFETY: the event the vendor made for us alone.
+            unsafe { f(local) };
+        }
+    }
+    let r = r?;
+    out.publish(q);
+    Ok(r)
+}
+
+/// A deferred command's wait list: checked as the vendor would check it at once, and
+/// retained until the command reaches the vendor.
+fn wait_list(q: &Obj<Queue>, n: cl_uint, list: *const cl_event) -> CLResult<Vec<Retained>> {
+    let inner = InnerEvents::wait_list(n, list)?;
+    if n > 0 {
+        for &e in crate::core::args::slice(list, n as usize)? {
+            // "CL_INVALID_CONTEXT if context associated with command_queue and events in
+            // event_wait_list are not the same."
+            if Obj::<Event>::check(e)?.get().context != q.get().context {
+                return Err(CL_INVALID_CONTEXT);
+            }
+        }
+    }
+    let vt = q.get().inner.vt;
+    Ok(inner
+        .as_slice()
+        .iter()
+        .map(|&e| Retained::new(e, vt.clRetainEvent, vt.clReleaseEvent))
+        .collect())
+}
+
+/// The application's event for a deferred command (a vendor user event), when it asked.
+fn event_for(
+    q: &Obj<Queue>,
+    m: &Managed,
+    event: *mut cl_event,
+    kind: cl_command_type,
+) -> CLResult<Option<Arc<Deferred>>> {
+    if event.is_null() {
+        return Ok(None);
+    }
+    let ctx = &q.get().context.get().inner;
+    Deferred::new(ctx, kind, m.profiling, m.queued_time()).map(Some)
+}
+
+/// Gives the application its event for a deferred command.
+fn publish(q: &Obj<Queue>, event: *mut cl_event, d: Option<Arc<Deferred>>) {
+    if let Some(d) = d {
+        let e = new_obj(Event {
+            inner: d.user_event(),
+            context: q.get().context.clone(),
+            queue: Some(q.hold()),
+            deferred: Some(d),
+        });
+        crate::core::args::set_out(event, e.handle());
+    }
+}
+
+/// The arrays of `clEnqueueNDRangeKernel` (all NULL-able as the application passed them).
+pub struct Range {
+    pub work_dim: cl_uint,
+    pub offset: *const usize,
+    pub global: *const usize,
+    pub local: *const usize,
+}
+
+/// Defers a kernel launch, if it can be: `Ok(false)` means it must go direct (the vendor
+/// would report an error at once, or cannot snapshot the kernel).
+pub fn launch(
+    m: &Arc<Managed>,
+    q: &Obj<Queue>,
+    k: &Kernel,
+    kind: cl_command_type,
+    range: Range,
+    (n, list, event): (cl_uint, *const cl_event, *mut cl_event),
+) -> CLResult<bool> {
+    // "CL_INVALID_KERNEL_ARGS if the kernel argument values have not been specified" is
+    // the vendor's to say, synchronously: such a launch goes direct.
+    if !k.args_set.all() {
+        return Ok(false);
+    }
+    let Some(geo) = launch::geometry(
+        k,
+        &m.device,
+        range.work_dim,
+        range.offset,
+        range.global,
+        range.local,
+    ) else {
+        return Ok(false);
+    };
+    let wait = wait_list(q, n, list)?;
+    let Some(clone) = launch::snapshot(k) else {
+        crate::warn_once!(
+            "no-clone-kernel",
+            "softpreempt: the vendor cannot clone kernels (clCloneKernel); launches are not deferred"
+        );
+        return Ok(false);
+    };
+    let keep = launch::keep_args(k);
+    let d = event_for(q, m, event, kind)?;
+    let l = launch::build(k, &m.device, geo, clone, m.in_order);
+    m.push(Command {
+        work: Work::Launch(l),
+        wait,
+        keep,
+        event: d.clone(),
+    });
+    publish(q, event, d);
+    Ok(true)
+}
+
+/// Defers a command that is one vendor call with a wait list (markers, barriers).
+pub fn call(
+    m: &Arc<Managed>,
+    q: &Obj<Queue>,
+    kind: cl_command_type,
+    (n, list, event): (cl_uint, *const cl_event, *mut cl_event),
+    call: Call,
+) -> CLResult<()> {
+    let wait = wait_list(q, n, list)?;
+    let d = event_for(q, m, event, kind)?;
+    m.push(Command {
+        work: Work::Call(call),
+        wait,
+        keep: Vec::new(),
+        event: d.clone(),
+    });
+    publish(q, event, d);
+    Ok(())
+}

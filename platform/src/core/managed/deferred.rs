@@ -1,0 +1,335 @@
+//! Events of commands that were not sent to the vendor at once.
+//!
+//! The application gets an event at enqueue time, before anything reached the vendor. Its
+//! inner object is a vendor *user event*, so waits, callbacks, and wait lists on other
+//! queues or in other processes' contexts all work through the vendor unchanged. When the
+//! command's last piece (slice) completes, the user event is set to that piece's status.
+//! What a user event cannot say (command type, execution status before completion,
+//! profiling) is answered from here.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+use crate::core::callback::{event_notify, Callback, EventNotify};
+use crate::core::cl::*;
+use crate::core::error::CLResult;
+use crate::core::forward::Inner;
+use crate::core::objects::Event;
+
+/// The vendor events of a command's first and last pieces (equal when unsliced), retained.
+#[derive(Default)]
+struct Pieces {
+    first: Option<cl_event>,
+    last: Option<cl_event>,
+    done: bool,
+    /// `CL_SUBMITTED`/`CL_RUNNING` callbacks registered before the first piece reached
+    /// the vendor (a user event never passes through those states): (type, trampoline data).
+    early: Vec<(cl_int, usize)>,
+}
+
+pub struct Deferred {
+    /// The vendor user event the application's event wraps (retained here too, so it
+    /// outlives the application's release until it is set).
+    user: Inner<cl_event>,
+    pub kind: cl_command_type,
+    /// The queue profiles its commands.
+    profiling: bool,
+    /// Device-clock time of the application's enqueue, when the vendor can tell the
+    /// device clock from the host's (else QUEUED is the first piece's).
+    queued_ns: Option<u64>,
+    pieces: Mutex<Pieces>,
+}
+
+// SAFETY: the vendor handles inside are thread-safe OpenCL objects; the mutable part is
+// behind a Mutex.
+unsafe impl Send for Deferred {}
+// SAFETY: as above.
+unsafe impl Sync for Deferred {}
+
+fn retain(vt: &cl_icd_dispatch, e: cl_event) {
+    if let Some(f) = vt.clRetainEvent {
+        // SAFETY: a live vendor event.
+        unsafe { f(e) };
+    }
+}
+
+fn release(vt: &cl_icd_dispatch, e: cl_event) {
+    if let Some(f) = vt.clReleaseEvent {
+        // SAFETY: releasing a reference this module took.
+        unsafe { f(e) };
+    }
+}
+
+pub(super) fn status_of(vt: &cl_icd_dispatch, e: cl_event) -> cl_int {
+    let mut s: cl_int = CL_QUEUED as cl_int;
+    if let Some(f) = vt.clGetEventInfo {
+        // SAFETY: a cl_int-sized answer into a local.
+        unsafe {
+            f(
+                e,
+                CL_EVENT_COMMAND_EXECUTION_STATUS,
+                std::mem::size_of::<cl_int>(),
+                &mut s as *mut cl_int as *mut c_void,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+    s
+}
+
+fn profiling_of(vt: &cl_icd_dispatch, e: cl_event, what: cl_profiling_info) -> CLResult<u64> {
+    let mut v: cl_ulong = 0;
+    let f = vt
+        .clGetEventProfilingInfo
+        .ok_or(CL_PROFILING_INFO_NOT_AVAILABLE)?;
+    // SAFETY: a cl_ulong-sized answer into a local.
+    let rc = unsafe {
+        f(
+            e,
+            what,
+            8,
+            &mut v as *mut cl_ulong as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    crate::core::error::check(rc).map(|_| v)
+}
+
+impl Deferred {
+    /// A deferred command's event: creates the vendor user event in `context`.
+    pub fn new(
+        context: &Inner<cl_context>,
+        kind: cl_command_type,
+        profiling: bool,
+        queued_ns: Option<u64>,
+    ) -> CLResult<Arc<Deferred>> {
+        let h = crate::vcreate!(context.vt, clCreateUserEvent(context.h))?;
+        let user = context.child(h);
+        retain(user.vt, user.h);
+        Ok(Arc::new(Deferred {
+            user,
+            kind,
+            profiling,
+            queued_ns,
+            pieces: Mutex::new(Pieces::default()),
+        }))
+    }
+
+    /// The user event, for the application's wrapper (which owns the creation reference).
+    pub fn user_event(&self) -> Inner<cl_event> {
+        self.user.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pieces> {
+        self.pieces.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records the vendor event of a piece that reached the vendor (retained here).
+    pub fn piece(&self, e: cl_event) {
+        retain(self.user.vt, e);
+        let mut p = self.lock();
+        let mut early = Vec::new();
+        if p.first.is_none() {
+            retain(self.user.vt, e);
+            p.first = Some(e);
+            early = std::mem::take(&mut p.early);
+        }
+        if let Some(old) = p.last.replace(e) {
+            release(self.user.vt, old);
+        }
+        // Outside the lock: the vendor may run a callback at once, and the application's
+        // callback may query this event.
+        drop(p);
+        for (kind, data) in early {
+            self.watch_piece(e, kind, data as *mut c_void);
+        }
+    }
+
+    /// Registers an application callback (`data` from `Callback::into_raw` for
+    /// `event_notify`) for `CL_SUBMITTED` or `CL_RUNNING`: those states are the first
+    /// piece's, so the callback goes on its vendor event, now or once it exists.
+    pub fn watch_early(&self, kind: cl_int, data: *mut c_void) {
+        let mut p = self.lock();
+        let (first, done) = (p.first, p.done);
+        if first.is_none() && !done {
+            p.early.push((kind, data as usize));
+            return;
+        }
+        // Outside the lock, as in `piece`.
+        drop(p);
+        match first {
+            Some(e) => self.watch_piece(e, kind, data),
+            // Failed before reaching the vendor: an error status is past every state.
+            // SAFETY: a registration made for this trampoline, fired once here.
+            None => unsafe {
+                event_notify(self.user.h, status_of(self.user.vt, self.user.h), data)
+            },
+        }
+    }
+
+    fn watch_piece(&self, e: cl_event, kind: cl_int, data: *mut c_void) {
+        let rc = match self.user.vt.clSetEventCallback {
+            // SAFETY: the application's registration, moved onto the piece's vendor event;
+            // the trampoline calls back with the application's own event.
+            Some(f) => unsafe { f(e, kind, Some(event_notify), data) },
+            None => CL_INVALID_OPERATION,
+        };
+        if rc != CL_SUCCESS {
+            // SAFETY: refused, so the vendor will never fire it.
+            unsafe { Callback::<Event, EventNotify>::discard(data) };
+        }
+    }
+
+    /// Sets the user event, once: to `status` (CL_COMPLETE or a negative error).
+    pub fn finish(&self, status: cl_int) {
+        let mut p = self.lock();
+        if p.done {
+            return;
+        }
+        p.done = true;
+        let early = std::mem::take(&mut p.early);
+        drop(p);
+        for (_, data) in early {
+            // Failed before any piece reached the vendor.
+            // SAFETY: a registration made for this trampoline, fired once here.
+            unsafe {
+                event_notify(
+                    self.user.h,
+                    status.min(CL_COMPLETE as cl_int),
+                    data as *mut c_void,
+                )
+            };
+        }
+        if let Some(f) = self.user.vt.clSetUserEventStatus {
+            // SAFETY: our retained user event; set exactly once.
+            unsafe {
+                f(
+                    self.user.h,
+                    if status < 0 {
+                        status
+                    } else {
+                        CL_COMPLETE as cl_int
+                    },
+                )
+            };
+        }
+    }
+
+    /// Completes the event from its last piece if that piece is done (used where the
+    /// vendor guarantees completion before its callback has run: clFinish, status queries).
+    pub fn settle(&self) -> bool {
+        let last = self.lock().last;
+        match last.map(|e| status_of(self.user.vt, e)) {
+            Some(s) if s <= CL_COMPLETE as cl_int => {
+                self.finish(s);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.lock().done
+    }
+
+    /// `CL_EVENT_COMMAND_EXECUTION_STATUS`: the user event's once set; before, the first
+    /// piece's (submitted, running), or queued while nothing reached the vendor.
+    pub fn status(&self) -> cl_int {
+        if !self.is_done() {
+            self.settle();
+        }
+        if self.is_done() {
+            return status_of(self.user.vt, self.user.h);
+        }
+        match self.lock().first {
+            Some(e) => status_of(self.user.vt, e).max(CL_RUNNING as cl_int),
+            None => CL_QUEUED as cl_int,
+        }
+    }
+
+    /// Profiling: START from the first piece, END and COMPLETE from the last; QUEUED is the
+    /// application's enqueue, SUBMIT the first piece's.
+    pub fn profiling(&self, what: cl_profiling_info) -> CLResult<u64> {
+        if !self.profiling {
+            // "CL_PROFILING_INFO_NOT_AVAILABLE if the CL_QUEUE_PROFILING_ENABLE flag is not
+            // set for the command-queue"
+            return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
+        }
+        let (first, last) = {
+            let p = self.lock();
+            if !p.done {
+                // "CL_PROFILING_INFO_NOT_AVAILABLE if ... the execution status of the command
+                // identified by event is not CL_COMPLETE."
+                return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
+            }
+            (p.first, p.last)
+        };
+        let (first, last) = first.zip(last).ok_or(CL_PROFILING_INFO_NOT_AVAILABLE)?;
+        let vt = self.user.vt;
+        match what {
+            CL_PROFILING_COMMAND_QUEUED => {
+                let first_queued = profiling_of(vt, first, CL_PROFILING_COMMAND_QUEUED)?;
+                Ok(self.queued_ns.map_or(first_queued, |q| q.min(first_queued)))
+            }
+            CL_PROFILING_COMMAND_SUBMIT => profiling_of(vt, first, CL_PROFILING_COMMAND_SUBMIT),
+            CL_PROFILING_COMMAND_START => profiling_of(vt, first, CL_PROFILING_COMMAND_START),
+            CL_PROFILING_COMMAND_END => profiling_of(vt, last, CL_PROFILING_COMMAND_END),
+            CL_PROFILING_COMMAND_COMPLETE => profiling_of(vt, last, CL_PROFILING_COMMAND_COMPLETE)
+                .or_else(|_| profiling_of(vt, last, CL_PROFILING_COMMAND_END)),
+            // "CL_INVALID_VALUE if param_name is not valid."
+            _ => Err(CL_INVALID_VALUE),
+        }
+    }
+}
+
+impl Drop for Deferred {
+    fn drop(&mut self) {
+        let p = self.pieces.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (_, data) in p.early.drain(..) {
+            // SAFETY: never given to the vendor.
+            unsafe { Callback::<Event, EventNotify>::discard(data as *mut c_void) };
+        }
+        for e in [p.first.take(), p.last.take()].into_iter().flatten() {
+            release(self.user.vt, e);
+        }
+        if !p.done {
+            // Never left unset: waiters would hang forever.
+            if let Some(f) = self.user.vt.clSetUserEventStatus {
+                // SAFETY: our retained user event, not yet set.
+                unsafe { f(self.user.h, CL_OUT_OF_RESOURCES) };
+            }
+        }
+        release(self.user.vt, self.user.h);
+    }
+}
+
+/// Vendor callback on a command's last piece: sets the application's event.
+///
+/// # Safety
+/// Only the vendor calls this, with `data` from `Arc::into_raw` of a `Deferred`.
+pub unsafe extern "C" fn on_last_piece(_e: cl_event, status: cl_int, data: *mut c_void) {
+    let r = std::panic::catch_unwind(|| {
+        // SAFETY: `data` is the Arc reference given to the vendor with this callback.
+        let d = unsafe { Arc::from_raw(data as *const Deferred) };
+        d.finish(status);
+    });
+    if r.is_err() {
+        tracing::error!("softpreempt: internal error completing a deferred event (suppressed)");
+    }
+}
+
+/// Arranges for `d` to be set when `last` (its last piece) completes.
+pub fn complete_on(d: &Arc<Deferred>, last: cl_event) {
+    let vt = d.user.vt;
+    let data = Arc::into_raw(d.clone()) as *mut c_void;
+    let rc = match vt.clSetEventCallback {
+        // SAFETY: registering our trampoline with an Arc reference it takes back.
+        Some(f) => unsafe { f(last, CL_COMPLETE as cl_int, Some(on_last_piece), data) },
+        None => CL_INVALID_OPERATION,
+    };
+    if rc != CL_SUCCESS {
+        // SAFETY: the vendor refused the callback, so the reference is ours again.
+        drop(unsafe { Arc::from_raw(data as *const Deferred) });
+        tracing::error!("softpreempt: cannot watch a deferred command ({rc}); completing it at the next clFinish or query");
+    }
+}

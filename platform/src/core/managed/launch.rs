@@ -1,0 +1,206 @@
+//! Preparing a kernel launch for the FIFO: the checks that let it be deferred (the vendor
+//! can no longer return its errors synchronously once the call is deferred), the argument
+//! snapshot, and the slicing parameters.
+
+use std::ffi::c_void;
+
+use super::submitter::{Launch, Retained};
+use crate::core::cl::*;
+use crate::core::forward::fetch_info;
+use crate::core::objects::{HeldArg, Kernel, Sliceable};
+
+fn kernel_wg_info<T: Copy + Default>(
+    k: &Kernel,
+    device: cl_device_id,
+    what: cl_kernel_work_group_info,
+) -> Option<T> {
+    let i = &k.inner;
+    let b = fetch_info(|s, v, r| match i.vt.clGetKernelWorkGroupInfo {
+        // SAFETY: the vendor's query on its own kernel and device.
+        Some(f) => unsafe { f(i.h, device, what, s, v, r) },
+        None => CL_INVALID_OPERATION,
+    })
+    .ok()?;
+    (b.len() >= std::mem::size_of::<T>()).then(|| {
+        // SAFETY: at least one T written by the vendor; unaligned read.
+        unsafe { (b.as_ptr() as *const T).read_unaligned() }
+    })
+}
+
+fn device_item_sizes(device: &crate::core::forward::Inner<cl_device_id>) -> Option<Vec<usize>> {
+    let b = fetch_info(|s, v, r| match device.vt.clGetDeviceInfo {
+        // SAFETY: the vendor's query on its own device.
+        Some(f) => unsafe { f(device.h, CL_DEVICE_MAX_WORK_ITEM_SIZES, s, v, r) },
+        None => CL_INVALID_OPERATION,
+    })
+    .ok()?;
+    Some(
+        b.chunks_exact(8)
+            .map(|c| usize::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect(),
+    )
+}
+
+/// The launch geometry read from the application's arrays, if it is one the vendor would
+/// accept for certain; `None` sends the call to the vendor directly (after draining), so
+/// the vendor's own error comes back synchronously, exactly as without the layer.
+pub struct Geometry {
+    pub work_dim: cl_uint,
+    pub offset: Option<[usize; 3]>,
+    pub global: [usize; 3],
+    pub local: Option<[usize; 3]>,
+}
+
+/// Reads and checks the geometry. Everything doubtful returns `None`.
+pub fn geometry(
+    k: &Kernel,
+    device: &crate::core::forward::Inner<cl_device_id>,
+    work_dim: cl_uint,
+    offset: *const usize,
+    global: *const usize,
+    local: *const usize,
+) -> Option<Geometry> {
+    let d = work_dim as usize;
+    if !(1..=3).contains(&d) || global.is_null() {
+        return None;
+    }
+    let read = |p: *const usize| -> Option<[usize; 3]> {
+        if p.is_null() {
+            return None;
+        }
+        let s = crate::core::args::slice(p, d).ok()?;
+        let mut a = [1usize; 3];
+        a[..d].copy_from_slice(s);
+        Some(a)
+    };
+    let g = read(global)?;
+    let off = if offset.is_null() {
+        None
+    } else {
+        Some(read(offset).map(|mut o| {
+            o[d..].fill(0);
+            o
+        })?)
+    };
+    let mut l = read(local);
+    if g[..d].contains(&0) {
+        return None;
+    }
+    if let Some(o) = off {
+        if (0..d).any(|i| o[i].checked_add(g[i]).is_none()) {
+            return None;
+        }
+    }
+    let reqd: [usize; 3] =
+        kernel_wg_info(k, device.h, CL_KERNEL_COMPILE_WORK_GROUP_SIZE).unwrap_or([0; 3]);
+    if reqd != [0; 3] {
+        match l {
+            // The vendor will use the required size: plan with it explicitly.
+            None => l = Some(reqd),
+            Some(x) if x[..d] != reqd[..d] => return None,
+            _ => {}
+        }
+    }
+    // Also proves the kernel is built for this device ("CL_INVALID_PROGRAM_EXECUTABLE if
+    // there is no successfully built program executable available for device").
+    let max_wg: usize = kernel_wg_info(k, device.h, CL_KERNEL_WORK_GROUP_SIZE)?;
+    if let Some(x) = l {
+        let items = device_item_sizes(device)?;
+        let product: usize = x[..d].iter().product();
+        let fits =
+            (0..d).all(|i| x[i] > 0 && x[i] <= *items.get(i).unwrap_or(&0) && g[i] % x[i] == 0);
+        if !fits || product > max_wg {
+            return None;
+        }
+    }
+    Some(Geometry {
+        work_dim,
+        offset: off,
+        global: g,
+        local: l,
+    })
+}
+
+fn retain_with(h: *mut c_void, vt: &cl_icd_dispatch, kind: u8) -> Retained {
+    // The dispatch slots' handle types are all `*mut c_void` in opencl-sys.
+    let (r, rel) = match kind {
+        0 => (vt.clRetainMemObject, vt.clReleaseMemObject),
+        1 => (vt.clRetainSampler, vt.clReleaseSampler),
+        2 => (vt.clRetainCommandQueue, vt.clReleaseCommandQueue),
+        _ => (vt.clRetainKernel, vt.clReleaseKernel),
+    };
+    Retained::new(h, r, rel)
+}
+
+/// The objects a kernel's arguments hold, retained for as long as the launch waits in
+/// software (the application may release them right after enqueueing; the vendor only
+/// takes its own references when the launch reaches it).
+pub fn keep_args(k: &Kernel) -> Vec<Retained> {
+    let held = k.held_args.lock().unwrap_or_else(|e| e.into_inner());
+    held.iter()
+        .flatten()
+        .map(|a| match a {
+            HeldArg::Mem(m) => retain_with(m.get().inner.h, m.get().inner.vt, 0),
+            HeldArg::Sampler(s) => retain_with(s.get().inner.h, s.get().inner.vt, 1),
+            HeldArg::Queue(q) => retain_with(q.get().inner.h, q.get().inner.vt, 2),
+        })
+        .collect()
+}
+
+/// A snapshot of the kernel with its current arguments (`clCloneKernel`), owned by the
+/// launch. `None` when the vendor cannot clone (the launch then goes direct).
+pub fn snapshot(k: &Kernel) -> Option<Retained> {
+    let f = k.inner.vt.clCloneKernel?;
+    let mut err = CL_SUCCESS;
+    // SAFETY: the vendor clones its own kernel.
+    let h = unsafe { f(k.inner.h, &mut err) };
+    if err != CL_SUCCESS || h.is_null() {
+        return None;
+    }
+    let clone = Retained::new(h, None, k.inner.vt.clReleaseKernel);
+    for i in k.null_mems.ones() {
+        let set = k.inner.vt.clSetKernelArg?;
+        // SAFETY: the clone's argument `i`, set to a NULL memory object as the
+        // application set it on the original.
+        let rc = unsafe { set(h, i, std::mem::size_of::<cl_mem>(), std::ptr::null()) };
+        if rc != CL_SUCCESS {
+            return None;
+        }
+    }
+    Some(clone)
+}
+
+/// Builds the FIFO entry of a launch.
+pub fn build(
+    k: &Kernel,
+    device: &crate::core::forward::Inner<cl_device_id>,
+    geo: Geometry,
+    clone: Retained,
+    in_order: bool,
+) -> Launch {
+    // With a NULL local size each slice is launched with NULL too; slices are then cut in
+    // multiples of the kernel's preferred work-group multiple along the first dimension.
+    let mut unit = [1usize; 3];
+    if geo.local.is_none() {
+        let pm: usize =
+            kernel_wg_info(k, device.h, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE).unwrap_or(1);
+        if pm > 1 && geo.global[0].is_multiple_of(pm) {
+            unit[0] = pm;
+        }
+    }
+    let sliceable = in_order
+        && match k.sliceable {
+            Sliceable::Yes { null_local } => null_local || geo.local.is_some(),
+            Sliceable::No(_) => false,
+        };
+    Launch {
+        kernel: clone,
+        work_dim: geo.work_dim,
+        offset: geo.offset,
+        global: geo.global,
+        local: geo.local,
+        unit,
+        sliceable,
+        key: (k.inner.h as usize, device.h as usize),
+    }
+}

@@ -1,0 +1,333 @@
+//! Managed command queues: a software FIFO and a submitter thread per queue, obeying the
+//! device's cross-process arbiter, and cutting kernel launches into slices.
+//!
+//! Every command queue on a SoftPreempt device gets a [`Managed`]. A command takes one of
+//! three paths:
+//!
+//! - **Fast path** (the common case): nothing of this queue is waiting in software and no
+//!   higher-priority client is registered on the device, so the command goes straight to
+//!   the vendor in the caller's thread. If a *lower* priority is registered, the queue
+//!   announces its demand and goes idle when its work completes, so the lower one yields.
+//! - **Deferred**: kernel launches (and markers/barriers, which must keep their place)
+//!   enter the FIFO; the submitter issues them as the arbiter grants, slice by slice, at
+//!   most `max_inflight` slices on the vendor queue. The application's event is a vendor
+//!   user event, set when the last slice completes (see [`deferred`]).
+//! - **Drained**: any other command, while the FIFO is not empty, first waits until every
+//!   earlier command has reached the vendor, then goes to the vendor in the caller's
+//!   thread. The vendor then checks its arguments and returns its errors synchronously, as
+//!   without the layer, and the in-order vendor queue keeps the order.
+// Handles passed around here are opaque vendor objects, never dereferenced by us.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+pub mod arbiter;
+pub mod deferred;
+pub mod launch;
+mod submitter;
+
+use softpreempt_sched::{Client, Priority};
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::config::{self, SliceMode};
+use crate::core::cl::*;
+use crate::core::error::CLResult;
+use crate::core::forward::Inner;
+use crate::core::platform::Device;
+pub use deferred::Deferred;
+pub use submitter::{Launch, Retained};
+
+/// A deferred vendor call: gets the inner queue, the inner wait list and an out-event.
+pub type Call = Box<
+    dyn FnOnce(&Inner<cl_command_queue>, cl_uint, *const cl_event, *mut cl_event) -> CLResult<()>
+        + Send,
+>;
+
+/// What a deferred command does.
+pub enum Work {
+    /// A kernel launch, cut into slices when allowed.
+    Launch(Launch),
+    /// Any other deferred command: one vendor call.
+    Call(Call),
+}
+
+/// One command waiting in the software FIFO.
+pub struct Command {
+    pub work: Work,
+    /// Inner wait-list events, retained until the command reaches the vendor.
+    pub wait: Vec<Retained>,
+    /// Inner objects the command uses, retained until it reaches the vendor (the
+    /// application may release them right after enqueueing).
+    pub keep: Vec<Retained>,
+    /// The application's event, when it asked for one.
+    pub event: Option<Arc<Deferred>>,
+}
+
+// SAFETY: a command holds vendor handles (thread-safe OpenCL objects) and application
+// pointers whose targets the application must keep valid until the command completes, as
+// the OpenCL specification requires of every enqueued command.
+unsafe impl Send for Command {}
+
+#[derive(Default)]
+struct State {
+    fifo: VecDeque<Command>,
+    /// The submitter is working on a command it took from the FIFO.
+    busy: bool,
+    shutdown: bool,
+    thread_started: bool,
+}
+
+/// The managed side of one command queue.
+pub struct Managed {
+    pub inner: Inner<cl_command_queue>,
+    /// `None`: the arbiter could not be opened; the queue runs in pass-through.
+    client: Option<Client>,
+    pub priority: Priority,
+    mode: SliceMode,
+    target_ns: u64,
+    max_inflight: usize,
+    /// Commands in the FIFO or being submitted; the fast path needs it to be zero.
+    pending: AtomicUsize,
+    /// Fast-path commands not yet complete while a lower priority is registered.
+    outstanding: AtomicUsize,
+    state: Mutex<State>,
+    /// Wakes the submitter (new work, shutdown) and drain waiters (progress).
+    cv: Condvar,
+    /// Device-clock offset from the host's CLOCK_MONOTONIC, for QUEUED times.
+    clock_offset: Option<i128>,
+    pub profiling: bool,
+    /// Slices of an out-of-order queue could finish in any order, so its launches are
+    /// never sliced (the last slice's completion would not mean the launch's).
+    pub in_order: bool,
+    /// The device, for slicing decisions (work-group limits).
+    pub device: Inner<cl_device_id>,
+    /// Deferred events handed out and not yet known complete (settled by `finish`).
+    open_events: Mutex<Vec<std::sync::Weak<Deferred>>>,
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Device time minus host monotonic time, from `clGetDeviceAndHostTimer` when the vendor
+/// has it (its host clock is CLOCK_MONOTONIC on Linux for the vendors we know).
+fn clock_offset(device: &Inner<cl_device_id>) -> Option<i128> {
+    let f = device.vt.clGetDeviceAndHostTimer?;
+    let (mut d, mut h) = (0u64, 0u64);
+    // SAFETY: two cl_ulong out-values.
+    let rc = unsafe { f(device.h, &mut d, &mut h) };
+    (rc == CL_SUCCESS).then(|| d as i128 - h as i128)
+}
+
+impl Managed {
+    /// Sets up management for a new queue: registers a client on the device's arbiter.
+    /// Never fails: without an arbiter the queue runs in pass-through (logged once).
+    pub fn new(
+        inner: Inner<cl_command_queue>,
+        device: &Device,
+        hint: Option<cl_queue_priority_khr>,
+        profiling: bool,
+        out_of_order: bool,
+        label: &str,
+    ) -> Arc<Managed> {
+        let cfg = config::config();
+        let priority = arbiter::queue_priority(hint);
+        let arbiter = arbiter::arbiter_for(device);
+        // The segment's creator fixed the in-flight limit every client obeys.
+        let segment_inflight = arbiter
+            .as_ref()
+            .map_or(2, |a| a.policy().max_inflight as usize);
+        let client = arbiter.and_then(|a| {
+            a.register(arbiter::client_info(priority, label))
+                .map_err(|e| {
+                    crate::warn_once!(
+                        "arbiter-register",
+                        "softpreempt: cannot register with the device arbiter: {e}; \
+                         queues run in pass-through"
+                    )
+                })
+                .ok()
+        });
+        Arc::new(Managed {
+            inner,
+            client,
+            priority,
+            mode: cfg.sched.slice,
+            target_ns: cfg.sched.target_slice_us.saturating_mul(1000),
+            max_inflight: (cfg.sched.max_inflight as usize)
+                .clamp(1, 2)
+                .min(segment_inflight.max(1)),
+            pending: AtomicUsize::new(0),
+            outstanding: AtomicUsize::new(0),
+            state: Mutex::new(State::default()),
+            cv: Condvar::new(),
+            clock_offset: if profiling {
+                clock_offset(&device.inner)
+            } else {
+                None
+            },
+            profiling,
+            in_order: !out_of_order,
+            device: device.inner.clone(),
+            open_events: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether a new command must go through the FIFO (rather than straight to the
+    /// vendor): earlier commands are still in software, slicing is forced, or a higher
+    /// priority is registered on the device (then every kernel piece needs a grant).
+    pub fn must_defer(&self) -> bool {
+        if self.pending.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        let Some(c) = &self.client else { return false };
+        self.mode == SliceMode::Always || c.higher_priority_registered()
+    }
+
+    /// Whether earlier commands are still in software (a direct command must drain).
+    pub fn has_pending(&self) -> bool {
+        self.pending.load(Ordering::Acquire) > 0
+    }
+
+    /// The device-clock time of "now", for a deferred command's QUEUED time.
+    pub fn queued_time(&self) -> Option<u64> {
+        self.clock_offset
+            .map(|off| (monotonic_ns() as i128 + off).max(0) as u64)
+    }
+
+    /// Puts a command in the FIFO and wakes the submitter (starting it on first use).
+    pub fn push(self: &Arc<Self>, cmd: Command) {
+        if let Some(e) = &cmd.event {
+            let mut open = self.open_events.lock().unwrap_or_else(|e| e.into_inner());
+            open.retain(|w| w.strong_count() > 0);
+            open.push(Arc::downgrade(e));
+        }
+        self.pending.fetch_add(1, Ordering::AcqRel);
+        let mut st = self.lock();
+        st.fifo.push_back(cmd);
+        if !st.thread_started {
+            st.thread_started = true;
+            let me = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name("softpreempt-submit".into())
+                .spawn(move || submitter::run(me));
+            if let Err(e) = spawned {
+                st.thread_started = false;
+                tracing::error!("softpreempt: cannot start a submitter thread: {e}");
+                // Submit in this thread instead, so nothing is lost.
+                drop(st);
+                submitter::run_now(self);
+                return;
+            }
+        }
+        drop(st);
+        self.cv.notify_all();
+    }
+
+    /// Waits until every command in software has reached the vendor.
+    pub fn drain(&self) {
+        if self.pending.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut st = self.lock();
+        while !st.fifo.is_empty() || st.busy {
+            st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// After the vendor's clFinish: every deferred event is complete; set those whose
+    /// vendor callback has not run yet, so their status reads CL_COMPLETE at once.
+    pub fn settle_all(&self) {
+        let open: Vec<_> = {
+            let mut open = self.open_events.lock().unwrap_or_else(|e| e.into_inner());
+            std::mem::take(&mut *open)
+        };
+        for d in open.iter().filter_map(|w| w.upgrade()) {
+            d.settle();
+        }
+    }
+
+    /// Stops the submitter after it has submitted everything (queue released).
+    pub fn shutdown(&self) {
+        self.drain();
+        self.lock().shutdown = true;
+        self.cv.notify_all();
+    }
+
+    /// Fast path bookkeeping, before a command goes to the vendor directly: when a lower
+    /// priority is registered, raise demand until the command completes, so the lower one
+    /// yields at its next slice boundary. Returns the callback data to register on the
+    /// command's vendor event, if it is to be watched.
+    ///
+    /// A command that still waits for other events is not watched: its demand could hold
+    /// the device from lower priorities until the application sets a user event, perhaps
+    /// never if it first waits for one of those lower-priority queues.
+    pub fn direct_submitted(self: &Arc<Self>, waits: &[cl_event]) -> Option<*mut c_void> {
+        let c = self.client.as_ref()?;
+        if !c.lower_priority_registered() {
+            return None;
+        }
+        if waits
+            .iter()
+            .any(|&e| deferred::status_of(self.inner.vt, e) > CL_COMPLETE as cl_int)
+        {
+            return None;
+        }
+        self.outstanding.fetch_add(1, Ordering::AcqRel);
+        c.announce_demand();
+        c.note_behind();
+        Some(Arc::into_raw(self.clone()) as *mut c_void)
+    }
+
+    /// A direct command's completion (see [`Managed::direct_submitted`]).
+    fn direct_done(&self) {
+        if self.outstanding.fetch_sub(1, Ordering::AcqRel) == 1
+            && self.pending.load(Ordering::Acquire) == 0
+        {
+            if let Some(c) = &self.client {
+                c.idle();
+            }
+        }
+    }
+
+    /// The arbiter client's statistics slot (for tests and `softpreempt status`).
+    pub fn client(&self) -> Option<&Client> {
+        self.client.as_ref()
+    }
+}
+
+/// Vendor callback for a fast-path command's completion.
+///
+/// # Safety
+/// Only the vendor calls this, with `data` from [`Managed::direct_submitted`].
+pub unsafe extern "C" fn on_direct_done(_e: cl_event, _status: cl_int, data: *mut c_void) {
+    let r = std::panic::catch_unwind(|| {
+        // SAFETY: the Arc reference given to the vendor with this callback.
+        let m = unsafe { Arc::from_raw(data as *const Managed) };
+        m.direct_done();
+    });
+    if r.is_err() {
+        tracing::error!("softpreempt: internal error in a completion callback (suppressed)");
+    }
+}
+
+/// Undoes [`Managed::direct_submitted`] when no callback could be registered.
+///
+/// # Safety
+/// `data` must come from `direct_submitted` and not be given to the vendor.
+pub unsafe fn direct_abandoned(data: *mut c_void) {
+    // SAFETY: by the function's contract.
+    let m = unsafe { Arc::from_raw(data as *const Managed) };
+    m.direct_done();
+}

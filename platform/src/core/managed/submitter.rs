@@ -1,0 +1,440 @@
+//! The submitter thread of a managed queue: takes commands from the FIFO in order, asks
+//! the arbiter for a grant per kernel piece, cuts launches into slices, and keeps at most
+//! `max_inflight` slices on the vendor queue.
+
+use once_cell::sync::Lazy;
+use softpreempt_sched::{GrantToken, NdRange, SlicePlanner, TimingModel, TimingTable};
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::deferred::{complete_on, status_of, Deferred};
+use super::{monotonic_ns, Command, Managed, Work};
+use crate::config::{self, SliceMode};
+use crate::core::cl::*;
+
+type ReleaseFn = unsafe extern "C" fn(*mut c_void) -> cl_int;
+
+/// A vendor object retained while a command waits in software; released on drop.
+pub struct Retained {
+    h: *mut c_void,
+    release: Option<ReleaseFn>,
+}
+
+// SAFETY: a vendor object reference; OpenCL objects may be released on any thread.
+unsafe impl Send for Retained {}
+
+impl Retained {
+    /// Retains `h` with `retain` now; `release` undoes it when dropped.
+    pub fn new(h: *mut c_void, retain: Option<ReleaseFn>, release: Option<ReleaseFn>) -> Retained {
+        if let Some(f) = retain {
+            // SAFETY: a live vendor object of the kind this retain function takes.
+            unsafe { f(h) };
+        }
+        Retained { h, release }
+    }
+
+    pub fn handle(&self) -> *mut c_void {
+        self.h
+    }
+}
+
+impl Drop for Retained {
+    fn drop(&mut self) {
+        if let Some(f) = self.release {
+            // SAFETY: releasing the reference taken in `new`.
+            unsafe { f(self.h) };
+        }
+    }
+}
+
+/// A kernel launch waiting in the FIFO. The kernel is a private clone made at enqueue
+/// time, so the application may change the arguments right after enqueueing.
+pub struct Launch {
+    pub kernel: Retained,
+    pub work_dim: cl_uint,
+    /// `None` when the application passed NULL.
+    pub offset: Option<[usize; 3]>,
+    pub global: [usize; 3],
+    /// `None` when the application passed NULL (then each slice is launched with NULL
+    /// too, and `unit` only guides where slices are cut).
+    pub local: Option<[usize; 3]>,
+    pub unit: [usize; 3],
+    /// May be cut into slices (rule 5, an in-order queue, no pending dependencies).
+    pub sliceable: bool,
+    /// The timing model's key.
+    pub key: ModelKey,
+}
+
+/// A timing model's key: the application's kernel and the device (inner handles).
+pub type ModelKey = (usize, usize);
+
+/// Per-(kernel, device) timing models, shared by every queue of the process.
+static MODELS: Lazy<Mutex<TimingTable<ModelKey>>> = Lazy::new(|| Mutex::new(TimingTable::new()));
+
+fn model(key: &ModelKey) -> TimingModel {
+    MODELS.lock().unwrap_or_else(|e| e.into_inner()).get(key)
+}
+
+/// A piece on the vendor queue, not yet retired.
+struct InFlight {
+    event: cl_event,
+    token: Option<GrantToken>,
+    submitted_ns: u64,
+    work_groups: u64,
+    key: Option<ModelKey>,
+}
+
+struct Submitter {
+    m: Arc<Managed>,
+    window: VecDeque<InFlight>,
+    last_retired_ns: u64,
+}
+
+/// The thread body.
+pub fn run(m: Arc<Managed>) {
+    let mut s = Submitter {
+        m,
+        window: VecDeque::new(),
+        last_retired_ns: 0,
+    };
+    loop {
+        let cmd = {
+            let mut st = s.m.lock();
+            loop {
+                if let Some(c) = st.fifo.pop_front() {
+                    st.busy = true;
+                    break Some(c);
+                }
+                if st.shutdown {
+                    break None;
+                }
+                drop(st);
+                // Nothing queued: finish what is in flight, then give up the device.
+                s.retire_all();
+                if let Some(c) = s.m.client.as_ref() {
+                    if s.m.outstanding.load(Ordering::Acquire) == 0 {
+                        c.idle();
+                    }
+                }
+                st = s.m.lock();
+                if st.fifo.is_empty() && !st.shutdown {
+                    st = s.m.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                }
+            }
+        };
+        let Some(cmd) = cmd else { break };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.process(cmd)));
+        if r.is_err() {
+            tracing::error!("softpreempt: internal error in the submitter (command dropped)");
+        }
+        s.m.pending.fetch_sub(1, Ordering::AcqRel);
+        s.m.lock().busy = false;
+        s.m.cv.notify_all();
+    }
+    s.retire_all();
+}
+
+/// Fallback when no thread can be started: submit everything now, in this thread.
+pub fn run_now(m: &Arc<Managed>) {
+    let mut s = Submitter {
+        m: m.clone(),
+        window: VecDeque::new(),
+        last_retired_ns: 0,
+    };
+    loop {
+        let Some(cmd) = s.m.lock().fifo.pop_front() else {
+            break;
+        };
+        s.process(cmd);
+        s.m.pending.fetch_sub(1, Ordering::AcqRel);
+    }
+    s.retire_all();
+    s.m.cv.notify_all();
+}
+
+fn wait_event(vt: &cl_icd_dispatch, e: cl_event) {
+    if let Some(f) = vt.clWaitForEvents {
+        // SAFETY: one retained vendor event.
+        unsafe { f(1, &e) };
+    }
+}
+
+fn release_event(vt: &cl_icd_dispatch, e: cl_event) {
+    if let Some(f) = vt.clReleaseEvent {
+        // SAFETY: releasing the event the vendor returned to us.
+        unsafe { f(e) };
+    }
+}
+
+impl Submitter {
+    fn vt(&self) -> &'static cl_icd_dispatch {
+        self.m.inner.vt
+    }
+
+    /// Waits for the oldest piece, reports its grant and feeds the timing model.
+    fn retire_one(&mut self) {
+        let Some(p) = self.window.pop_front() else {
+            return;
+        };
+        wait_event(self.vt(), p.event);
+        let now = monotonic_ns();
+        // With two pieces in flight, the second starts when the first ends.
+        let took = now.saturating_sub(p.submitted_ns.max(self.last_retired_ns));
+        self.last_retired_ns = now;
+        if let Some(key) = p.key {
+            MODELS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .observe(key, p.work_groups, took);
+        }
+        if let (Some(t), Some(c)) = (p.token, self.m.client.as_ref()) {
+            c.complete_token(t, took);
+        }
+        release_event(self.vt(), p.event);
+    }
+
+    fn retire_all(&mut self) {
+        while !self.window.is_empty() {
+            self.retire_one();
+        }
+    }
+
+    /// A grant for the next piece (waiting while higher priorities have the device). The
+    /// arbiter's own timeout only bounds each wait; a dead peer is reclaimed meanwhile.
+    fn grant(&mut self) -> Option<GrantToken> {
+        let m = self.m.clone();
+        let c = m.client.as_ref()?;
+        let timeout = Duration::from_millis(config::config().sched.arbiter_timeout_ms);
+        loop {
+            match c.acquire(timeout) {
+                Ok(g) => return Some(g.into_token()),
+                Err(softpreempt_sched::SchedError::Timeout) => {
+                    // Finished pieces free our in-flight budget while we wait.
+                    if !self.window.is_empty() {
+                        self.retire_one();
+                    }
+                }
+                Err(e) => {
+                    crate::warn_once!(
+                        "grant-error",
+                        "softpreempt: arbiter error: {e}; submitting without a grant"
+                    );
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Whether sliceable launches should be cut right now.
+    fn slicing(&self) -> bool {
+        match (self.m.mode, self.m.client.as_ref()) {
+            (SliceMode::Never, _) | (_, None) => false,
+            (SliceMode::Always, Some(_)) => true,
+            (SliceMode::Contended, Some(c)) => c.higher_priority_registered(),
+        }
+    }
+
+    fn process(&mut self, cmd: Command) {
+        let Command {
+            work,
+            wait,
+            keep,
+            event,
+        } = cmd;
+        let waits: Vec<cl_event> = wait.iter().map(|r| r.handle()).collect();
+        let status = match work {
+            Work::Call(call) => self.call(call, &waits, event.as_ref()),
+            Work::Launch(l) => self.launch(&l, &waits, event.as_ref()),
+        };
+        if let (Err(e), Some(d)) = (status, event.as_ref()) {
+            d.finish(e);
+        }
+        // The vendor holds its own references now.
+        drop(keep);
+        drop(wait);
+    }
+
+    fn call(
+        &mut self,
+        call: super::Call,
+        waits: &[cl_event],
+        d: Option<&Arc<Deferred>>,
+    ) -> Result<(), cl_int> {
+        let mut ev: cl_event = std::ptr::null_mut();
+        let out = if d.is_some() {
+            &mut ev as *mut cl_event
+        } else {
+            std::ptr::null_mut()
+        };
+        call(&self.m.inner, waits.len() as cl_uint, list_ptr(waits), out)?;
+        if let Some(d) = d {
+            d.piece(ev);
+            complete_on(d, ev);
+            release_event(self.vt(), ev);
+        }
+        Ok(())
+    }
+
+    /// Enqueues one piece of a launch on the vendor queue and flushes it, so it starts
+    /// at once (nothing else would flush it: the application waits on a user event).
+    fn enqueue_piece(
+        &self,
+        l: &Launch,
+        offset: *const usize,
+        size: &[usize; 3],
+        waits: &[cl_event],
+    ) -> Result<cl_event, cl_int> {
+        let local = l.local.as_ref().map_or(std::ptr::null(), |x| x.as_ptr());
+        let vt = self.vt();
+        let mut ev: cl_event = std::ptr::null_mut();
+        let rc = match vt.clEnqueueNDRangeKernel {
+            // SAFETY: the vendor's enqueue on its own queue and our private kernel clone;
+            // the size arrays outlive the call.
+            Some(f) => unsafe {
+                f(
+                    self.m.inner.h,
+                    l.kernel.handle(),
+                    l.work_dim,
+                    offset,
+                    size.as_ptr(),
+                    local,
+                    waits.len() as cl_uint,
+                    list_ptr(waits),
+                    &mut ev,
+                )
+            },
+            None => CL_INVALID_OPERATION,
+        };
+        if rc != CL_SUCCESS {
+            return Err(rc);
+        }
+        if let Some(f) = vt.clFlush {
+            // SAFETY: the vendor's own queue.
+            unsafe { f(self.m.inner.h) };
+        }
+        Ok(ev)
+    }
+
+    /// Submits one launch, slice by slice (or whole), each piece under a grant.
+    fn launch(
+        &mut self,
+        l: &Launch,
+        waits: &[cl_event],
+        d: Option<&Arc<Deferred>>,
+    ) -> Result<(), cl_int> {
+        let whole_offset = l.offset.as_ref().map_or(std::ptr::null(), |o| o.as_ptr());
+        // A launch still waiting for other commands (a user event, another queue) is not
+        // held in our window: waiting on it there could block this queue until the
+        // application, perhaps blocked on this queue, sets the event. It goes whole.
+        if waits
+            .iter()
+            .any(|&e| status_of(self.vt(), e) > CL_COMPLETE as cl_int)
+        {
+            let ev = self.enqueue_piece(l, whole_offset, &l.global, waits)?;
+            if let Some(d) = d {
+                d.piece(ev);
+                complete_on(d, ev);
+            }
+            release_event(self.vt(), ev);
+            return Ok(());
+        }
+        let unit = l.local.unwrap_or(l.unit);
+        let dims = l.work_dim as usize;
+        let range = NdRange::new(
+            l.work_dim,
+            &l.offset.unwrap_or([0; 3])[..dims],
+            &l.global[..dims],
+            &unit[..dims],
+        );
+        let mut planner = range.ok().filter(|_| l.sliceable).map(SlicePlanner::new);
+        let mut first = true;
+        loop {
+            if self.window.len() >= self.m.max_inflight {
+                self.retire_one();
+            }
+            let token = self.grant();
+            // Decided per piece: a higher priority may have come or gone since the last one.
+            let slicing = self.slicing();
+            let piece = match planner.as_mut().filter(|_| slicing) {
+                Some(p) => p
+                    .next_slice(&model(&l.key), self.m.target_ns)
+                    .map(|s| (s.offset, s.size, s.work_groups, true)),
+                None => None,
+            };
+            let started = planner.as_ref().is_some_and(|p| p.rows_done() > 0);
+            let (offset, size, wgs, sliced) = match piece {
+                Some(p) => p,
+                // The rest in one piece, from where slicing stopped.
+                None if started => planner.as_ref().map(rest_of).unwrap_or((
+                    l.offset.unwrap_or([0; 3]),
+                    l.global,
+                    0,
+                    false,
+                )),
+                // The whole launch, exactly as the application gave it (its time still
+                // teaches the model, so the first slices are cut to the right size).
+                None => (
+                    l.offset.unwrap_or([0; 3]),
+                    l.global,
+                    planner.as_ref().map_or(0, |p| p.range().total_groups()),
+                    false,
+                ),
+            };
+            let offset_ptr = if sliced || started {
+                offset.as_ptr()
+            } else {
+                whole_offset
+            };
+            let ev = match self.enqueue_piece(l, offset_ptr, &size, if first { waits } else { &[] })
+            {
+                Ok(ev) => ev,
+                Err(rc) => {
+                    if let (Some(t), Some(c)) = (token, self.m.client.as_ref()) {
+                        c.complete_token(t, 0);
+                    }
+                    return Err(rc);
+                }
+            };
+            first = false;
+            let finished = !sliced || planner.as_ref().is_none_or(|p| p.is_done());
+            if let Some(d) = d {
+                d.piece(ev);
+                if finished {
+                    complete_on(d, ev);
+                }
+            }
+            let key = (wgs > 0).then_some(l.key);
+            self.window.push_back(InFlight {
+                event: ev,
+                token,
+                submitted_ns: monotonic_ns(),
+                work_groups: wgs,
+                key,
+            });
+            if finished {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// The unsubmitted remainder of a partly sliced launch, as one piece.
+fn rest_of(p: &SlicePlanner) -> ([usize; 3], [usize; 3], u64, bool) {
+    let r = p.range();
+    let rows_left = r.rows() - p.rows_done();
+    match softpreempt_sched::slice_at(r, p.rows_done(), rows_left) {
+        Some(s) => (s.offset, s.size, s.work_groups, false),
+        None => (r.global_offset, r.global_size, 0, false),
+    }
+}
+
+fn list_ptr(v: &[cl_event]) -> *const cl_event {
+    if v.is_empty() {
+        std::ptr::null()
+    } else {
+        v.as_ptr()
+    }
+}

@@ -1,0 +1,354 @@
+//! Shared set-up for the managed-queue tests (issue 4): one SoftPreempt configuration per
+//! test binary (a TOML file named by `SOFTPREEMPT_CONFIG`, written before the process's
+//! first OpenCL call), a private arbiter directory per binary, small launch helpers, and
+//! readers of the arbiter's statistics (through `softpreempt_sched::inspect`, which reads
+//! the segments without registering).
+#![allow(dead_code)]
+
+use crate::common;
+use opencl_sys::*;
+use softpreempt_sched::{inspect, list_segments, ClientStats};
+use std::ffi::{c_void, CString};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+/// A fresh private directory for arbiter segments (removed by nobody: it is tiny and the
+/// name carries the pid, so runs never share one).
+pub fn private_dir(tag: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "softpreempt-managed-{}-{tag}-{n}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes a config file: `version = 1`, then `[sched]` with `shm_dir` and `sched` (more
+/// `key = value` lines of the `[sched]` table).
+pub fn write_config(dir: &Path, sched: &str) -> PathBuf {
+    let path = dir.join("softpreempt.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "version = 1\n[sched]\nshm_dir = \"{}\"\n{sched}\n",
+            dir.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// Configures this process once (before its first OpenCL call) with the `[sched]` lines
+/// `sched` and a private shm dir, then points the loader at SoftPreempt and PoCL. Returns
+/// the shm dir. Every test of a binary must pass the same `sched`.
+pub fn init(sched: &str) -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = private_dir("shm");
+        let cfg = write_config(&dir, sched);
+        std::env::set_var("SOFTPREEMPT_CONFIG", &cfg);
+        std::env::set_var("SOFTPREEMPT_SHM_DIR", &dir);
+        std::env::remove_var("SOFTPREEMPT_PRIORITY");
+        common::setup();
+        dir
+    })
+}
+
+/// Serializes the tests of one binary: statistics are per process, so a test that reads
+/// them must not see another test's launches.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------
+// Statistics.
+
+/// Every client of every segment in `dir`.
+pub fn all_clients(dir: &Path) -> Vec<ClientStats> {
+    let Ok(paths) = list_segments(dir) else {
+        return Vec::new();
+    };
+    paths
+        .iter()
+        .filter_map(|p| inspect(p).ok())
+        .flat_map(|s| s.clients)
+        .collect()
+}
+
+/// The clients of process `pid` in `dir`.
+pub fn clients_of(dir: &Path, pid: u32) -> Vec<ClientStats> {
+    all_clients(dir)
+        .into_iter()
+        .filter(|c| c.pid == pid)
+        .collect()
+}
+
+/// Total `slices` of this process's clients.
+pub fn my_slices(dir: &Path) -> u64 {
+    clients_of(dir, std::process::id())
+        .iter()
+        .map(|c| c.slices)
+        .sum()
+}
+
+/// A readable dump of a directory's clients, for failure messages.
+pub fn describe(dir: &Path) -> String {
+    let segs = list_segments(dir).unwrap_or_default();
+    let mut s = format!("{} segment(s) in {}:", segs.len(), dir.display());
+    for c in all_clients(dir) {
+        s += &format!(
+            "\n  pid {} label {:?} prio {:?} state {} grants {} slices {} yields {} inflight {}",
+            c.pid,
+            c.label,
+            c.priority.map(|p| p.to_string()),
+            c.state.as_str(),
+            c.grants,
+            c.slices,
+            c.yields,
+            c.inflight
+        );
+    }
+    s
+}
+
+/// Polls `cond` every 10 ms until it holds; panics after `limit` (a liveness bound, never
+/// a performance assertion).
+#[track_caller]
+pub fn eventually(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// OpenCL helpers.
+
+/// Builds `src` with `options`; the build log on failure.
+pub fn build(env: &common::Env, src: &str, options: &str) -> Result<cl_program, String> {
+    let c = CString::new(src).unwrap();
+    let o = CString::new(options).unwrap();
+    let ptr = c.as_ptr();
+    let mut err = 0;
+    // SAFETY: one NUL-terminated source string.
+    let prog =
+        unsafe { clCreateProgramWithSource(env.context, 1, &ptr, std::ptr::null(), &mut err) };
+    assert_eq!(err, CL_SUCCESS);
+    // SAFETY: valid program, device and options string.
+    let rc =
+        unsafe { clBuildProgram(prog, 1, &env.device, o.as_ptr(), None, std::ptr::null_mut()) };
+    if rc != CL_SUCCESS {
+        let log = common::info_bytes(|s, v, r| unsafe {
+            clGetProgramBuildInfo(prog, env.device, CL_PROGRAM_BUILD_LOG, s, v, r)
+        });
+        return Err(format!("build failed ({rc}): {}", common::cstr(&log)));
+    }
+    Ok(prog)
+}
+
+/// Sets a plain (by value) kernel argument.
+#[track_caller]
+pub fn arg<T: Copy>(k: cl_kernel, i: u32, v: T) {
+    // SAFETY: `v` lives for the call and its size is passed.
+    let rc = unsafe {
+        clSetKernelArg(
+            k,
+            i,
+            std::mem::size_of::<T>(),
+            &v as *const T as *const c_void,
+        )
+    };
+    assert_eq!(rc, CL_SUCCESS, "clSetKernelArg({i})");
+}
+
+/// Sets a `__local` kernel argument of `bytes`.
+#[track_caller]
+pub fn local_arg(k: cl_kernel, i: u32, bytes: usize) {
+    // SAFETY: a NULL value with a size declares local memory.
+    let rc = unsafe { clSetKernelArg(k, i, bytes, std::ptr::null()) };
+    assert_eq!(rc, CL_SUCCESS, "clSetKernelArg({i}, local)");
+}
+
+/// Enqueues an NDRange on `q`; returns the status (and the event when `ev` is given).
+pub fn enqueue(
+    q: cl_command_queue,
+    k: cl_kernel,
+    offset: Option<&[usize]>,
+    global: &[usize],
+    local: Option<&[usize]>,
+    waits: &[cl_event],
+    ev: Option<&mut cl_event>,
+) -> cl_int {
+    if let Some(o) = offset {
+        assert_eq!(o.len(), global.len());
+    }
+    if let Some(l) = local {
+        assert_eq!(l.len(), global.len());
+    }
+    // SAFETY: every pointer is NULL or a live slice of `global.len()` entries; the wait
+    // list is a live slice; the event out pointer is NULL or a live cl_event.
+    unsafe {
+        clEnqueueNDRangeKernel(
+            q,
+            k,
+            global.len() as cl_uint,
+            offset.map_or(std::ptr::null(), |o| o.as_ptr()),
+            global.as_ptr(),
+            local.map_or(std::ptr::null(), |l| l.as_ptr()),
+            waits.len() as cl_uint,
+            if waits.is_empty() {
+                std::ptr::null()
+            } else {
+                waits.as_ptr()
+            },
+            ev.map_or(std::ptr::null_mut(), |e| e as *mut cl_event),
+        )
+    }
+}
+
+/// A buffer of `bytes` filled with `fill` (blocking write).
+pub fn filled<T: Copy>(env: &common::Env, n: usize, fill: T) -> cl_mem {
+    let m = env.buffer(n * std::mem::size_of::<T>());
+    env.write(m, &vec![fill; n]);
+    m
+}
+
+/// `clFinish` on `q`, asserting success.
+#[track_caller]
+pub fn finish(q: cl_command_queue) {
+    // SAFETY: a live queue.
+    common::ok(unsafe { clFinish(q) });
+}
+
+/// `CL_EVENT_COMMAND_EXECUTION_STATUS`.
+pub fn status(e: cl_event) -> cl_int {
+    common::info_scalar(|s, v, r| unsafe {
+        clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, s, v, r)
+    })
+}
+
+/// One profiling value, or the error.
+pub fn profiling(e: cl_event, what: cl_profiling_info) -> Result<cl_ulong, cl_int> {
+    let mut v: cl_ulong = 0;
+    // SAFETY: one cl_ulong out.
+    let rc = unsafe {
+        clGetEventProfilingInfo(
+            e,
+            what,
+            std::mem::size_of::<cl_ulong>(),
+            &mut v as *mut cl_ulong as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if rc == CL_SUCCESS {
+        Ok(v)
+    } else {
+        Err(rc)
+    }
+}
+
+/// Releases handles, ignoring the status (clean-up only).
+pub fn release_mems(ms: &[cl_mem]) {
+    for &m in ms {
+        // SAFETY: each handle was created by the test and is released once.
+        unsafe { clReleaseMemObject(m) };
+    }
+}
+
+/// Whether the device supports non-uniform work-groups (OpenCL 2.0+ and the 3.0 query).
+pub fn non_uniform_supported(env: &common::Env) -> bool {
+    let mut v: cl_bool = 0;
+    // SAFETY: one cl_bool out; an error means "not supported".
+    let rc = unsafe {
+        clGetDeviceInfo(
+            env.device,
+            CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT,
+            std::mem::size_of::<cl_bool>(),
+            &mut v as *mut cl_bool as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    rc == CL_SUCCESS && v == CL_TRUE
+}
+
+// ---------------------------------------------------------------------------------------
+// A deterministic integer workload, the same on the host and on the device.
+
+/// OpenCL C of [`mix`]: a few integer operations per iteration, no floating point, so
+/// results are bit-exact whatever the vectorization.
+pub const MIX_CL: &str = r#"
+uint mix(uint x, uint n) {
+    for (uint i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        x ^= x >> 13;
+    }
+    return x;
+}
+"#;
+
+/// Host twin of [`MIX_CL`].
+pub fn mix(mut x: u32, n: u32) -> u32 {
+    for _ in 0..n {
+        x = x.wrapping_mul(1664525).wrapping_add(1013904223);
+        x ^= x >> 13;
+    }
+    x
+}
+
+/// `out[i] = mix(i ^ seed, iters)` over a 1D launch: sliceable (reads only
+/// get_global_id).
+pub const FILL_CL: &str = r#"
+__kernel void fill(__global uint* out, uint seed, uint iters) {
+    size_t i = get_global_id(0);
+    out[i] = mix((uint)i ^ seed, iters);
+}
+"#;
+
+/// Host expectation of [`FILL_CL`] over `n` items.
+pub fn fill_expected(n: usize, seed: u32, iters: u32) -> Vec<u32> {
+    (0..n as u32).map(|i| mix(i ^ seed, iters)).collect()
+}
+
+/// The first index where two results differ, for failure messages.
+pub fn first_difference<T: PartialEq + std::fmt::Debug>(a: &[T], b: &[T]) -> String {
+    if a.len() != b.len() {
+        return format!("lengths differ: {} vs {}", a.len(), b.len());
+    }
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(i) => format!(
+            "first difference at index {i} of {}: {:?} vs {:?} ({} differences)",
+            a.len(),
+            a[i],
+            b[i],
+            a.iter().zip(b).filter(|(x, y)| x != y).count()
+        ),
+        None => "identical".into(),
+    }
+}
+
+/// Checks a [`FILL_CL`] result at a stride of indices (the host twin is slow in debug
+/// builds); a message naming the first wrong index, or `None`.
+pub fn check_fill(got: &[u32], start: usize, seed: u32, iters: u32) -> Option<String> {
+    let idx = (start..got.len())
+        .step_by(61)
+        .chain([got.len().saturating_sub(1)]);
+    for i in idx {
+        let want = mix(i as u32 ^ seed, iters);
+        if got[i] != want {
+            return Some(format!(
+                "index {i} of {}: got {:#x}, want {want:#x} (seed {seed}, iters {iters})",
+                got.len(),
+                got[i]
+            ));
+        }
+    }
+    None
+}
