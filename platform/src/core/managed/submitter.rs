@@ -245,9 +245,16 @@ impl Submitter {
             event,
         } = cmd;
         let waits: Vec<cl_event> = wait.iter().map(|r| r.handle()).collect();
-        let status = match work {
-            Work::Call(call) => self.call(call, &waits, event.as_ref()),
-            Work::Launch(l) => self.launch(&l, &waits, event.as_ref()),
+        let status = if waits.iter().any(|&e| status_of(self.vt(), e) < 0) {
+            // A dependency already failed: the command fails as the vendor fails the
+            // dependents of a failed event (PoCL never completes a command enqueued after
+            // its dependency failed).
+            Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
+        } else {
+            match work {
+                Work::Call(call) => self.call(call, &waits, event.as_ref()),
+                Work::Launch(l) => self.launch(&l, &waits, event.as_ref()),
+            }
         };
         if let (Err(e), Some(d)) = (status, event.as_ref()) {
             d.finish(e);

@@ -1,0 +1,462 @@
+//! Issue 4: events of deferred and sliced commands behave as the spec says. This binary runs
+//! with `slice = "always"` and a 50 µs target, so every kernel launch below goes through the
+//! software FIFO and (when sliceable) is cut into many slices. Where the bare driver can
+//! be asked the same question, the answer is compared with it.
+
+mod common;
+mod managed_common;
+
+use common::{bare_platform, ok, Env};
+use managed_common as mc;
+use opencl_sys::*;
+use std::ffi::c_void;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50";
+
+fn setup() -> (&'static Path, std::sync::MutexGuard<'static, ()>) {
+    let dir = mc::init(SCHED);
+    (dir, mc::serial())
+}
+
+/// `out[i] = mix(i ^ seed, iters)`: sliceable.
+fn fill_kernel(env: &Env) -> cl_kernel {
+    let prog = mc::build(env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    env.kernel(prog, "fill")
+}
+
+/// Enqueues `fill` over `n` items (local 64) into `out`, returning the event.
+fn fill(
+    env: &Env,
+    q: cl_command_queue,
+    out: cl_mem,
+    n: usize,
+    seed: u32,
+    waits: &[cl_event],
+) -> cl_event {
+    let k = fill_kernel(env);
+    mc::arg(k, 0, out);
+    mc::arg(k, 1, seed);
+    mc::arg(k, 2, 200u32);
+    let mut ev = std::ptr::null_mut();
+    ok(mc::enqueue(
+        q,
+        k,
+        None,
+        &[n],
+        Some(&[64]),
+        waits,
+        Some(&mut ev),
+    ));
+    // The launch holds its own snapshot: releasing the kernel at once must be harmless.
+    // SAFETY: our kernel, released once.
+    ok(unsafe { clReleaseKernel(k) });
+    ev
+}
+
+fn wait(evs: &[cl_event]) {
+    // SAFETY: live events.
+    ok(unsafe { clWaitForEvents(evs.len() as cl_uint, evs.as_ptr()) });
+}
+
+fn release(e: cl_event) {
+    // SAFETY: an event the test owns.
+    ok(unsafe { clReleaseEvent(e) });
+}
+
+fn event_info<T: Copy + Default>(e: cl_event, what: cl_event_info) -> T {
+    common::info_scalar(|s, v, r| unsafe { clGetEventInfo(e, what, s, v, r) })
+}
+
+fn user_event(env: &Env) -> cl_event {
+    let mut err = 0;
+    // SAFETY: a live context.
+    let u = unsafe { clCreateUserEvent(env.context, &mut err) };
+    ok(err);
+    u
+}
+
+fn my_slices(dir: &Path) -> u64 {
+    mc::my_slices(dir)
+}
+
+#[test]
+fn sliced_launch_has_one_exact_event() {
+    let (dir, _g) = setup();
+    let env = Env::sp();
+    let n = 64 * 512;
+    let out = env.buffer(n * 4);
+    let s0 = my_slices(dir);
+    let ev = fill(&env, env.queue, out, n, 3, &[]);
+    // Valid at once, whatever has reached the vendor.
+    assert_eq!(
+        event_info::<cl_command_type>(ev, CL_EVENT_COMMAND_TYPE),
+        CL_COMMAND_NDRANGE_KERNEL
+    );
+    assert_eq!(
+        event_info::<cl_command_queue>(ev, CL_EVENT_COMMAND_QUEUE),
+        env.queue
+    );
+    assert_eq!(event_info::<cl_context>(ev, CL_EVENT_CONTEXT), env.context);
+    assert_eq!(event_info::<cl_uint>(ev, CL_EVENT_REFERENCE_COUNT), 1);
+    let st = mc::status(ev);
+    assert!((CL_COMPLETE..=CL_QUEUED).contains(&st), "status {st}");
+    wait(&[ev]);
+    assert_eq!(mc::status(ev), CL_COMPLETE);
+    if let Some(m) = mc::check_fill(&env.read::<u32>(out, n), 0, 3, 200) {
+        panic!("{m}");
+    }
+    mc::eventually(
+        "the launch to be counted as several slices",
+        Duration::from_secs(10),
+        || my_slices(dir) - s0 > 1,
+    );
+    // Profiling: START from the first slice, END from the last, in order, and QUEUED no
+    // later than SUBMIT.
+    let p = |w| mc::profiling(ev, w).unwrap_or_else(|e| panic!("profiling {w:#x}: {e}"));
+    let (q, s, st, en, c) = (
+        p(CL_PROFILING_COMMAND_QUEUED),
+        p(CL_PROFILING_COMMAND_SUBMIT),
+        p(CL_PROFILING_COMMAND_START),
+        p(CL_PROFILING_COMMAND_END),
+        p(CL_PROFILING_COMMAND_COMPLETE),
+    );
+    assert!(
+        q <= s && s <= st && st <= en && en <= c,
+        "{q} {s} {st} {en} {c}"
+    );
+    // Bad parameter names: the spec's error, as on the bare driver.
+    assert_eq!(mc::profiling(ev, 0x7777), Err(CL_INVALID_VALUE));
+    release(ev);
+    mc::release_mems(&[out]);
+}
+
+#[test]
+fn profiling_before_completion_and_without_profiling_is_refused_like_bare() {
+    let _g = setup();
+    for env in [Env::new(bare_platform()), Env::sp()] {
+        let out = env.buffer(64 * 4);
+        let u = user_event(&env);
+        let ev = fill(&env, env.queue, out, 64, 1, &[u]);
+        assert_eq!(
+            mc::profiling(ev, CL_PROFILING_COMMAND_END),
+            Err(CL_PROFILING_INFO_NOT_AVAILABLE),
+            "not complete yet"
+        );
+        // SAFETY: our user event.
+        ok(unsafe { clSetUserEventStatus(u, CL_COMPLETE) });
+        wait(&[ev]);
+        assert!(mc::profiling(ev, CL_PROFILING_COMMAND_END).is_ok());
+        // A deferred event is not a user event to the application.
+        // SAFETY: a live event.
+        assert_eq!(
+            unsafe { clSetUserEventStatus(ev, CL_COMPLETE) },
+            CL_INVALID_EVENT
+        );
+        release(ev);
+        release(u);
+        mc::release_mems(&[out]);
+    }
+}
+
+static CALLS: Mutex<Vec<(usize, cl_int, usize)>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn on_event(e: cl_event, status: cl_int, user: *mut c_void) {
+    // The application's callback may query its event from inside the callback.
+    let _ = mc::status(e);
+    CALLS
+        .lock()
+        .unwrap()
+        .push((e as usize, status, user as usize));
+}
+
+#[test]
+fn callbacks_on_deferred_events_fire_for_every_state() {
+    let _g = setup();
+    let env = Env::sp();
+    let out = env.buffer(64 * 256 * 4);
+    // Held back by a user event, so the callbacks are registered before anything reached
+    // the vendor.
+    let u = user_event(&env);
+    let ev = fill(&env, env.queue, out, 64 * 256, 9, &[u]);
+    let tag = 0x5150_0010usize;
+    for kind in [CL_SUBMITTED, CL_RUNNING, CL_COMPLETE] {
+        // SAFETY: a live event and a callback that only records its arguments.
+        ok(unsafe { clSetEventCallback(ev, kind, Some(on_event), tag as *mut c_void) });
+    }
+    // SAFETY: our user event.
+    ok(unsafe { clSetUserEventStatus(u, CL_COMPLETE) });
+    wait(&[ev]);
+    mc::eventually("three callbacks", Duration::from_secs(10), || {
+        CALLS.lock().unwrap().iter().filter(|c| c.2 == tag).count() == 3
+    });
+    let calls: Vec<_> = CALLS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.2 == tag)
+        .copied()
+        .collect();
+    assert!(
+        calls.iter().all(|c| c.0 == ev as usize),
+        "called with another event: {calls:?}"
+    );
+    let mut statuses: Vec<_> = calls.iter().map(|c| c.1).collect();
+    statuses.sort();
+    assert_eq!(statuses, vec![CL_COMPLETE, CL_RUNNING, CL_SUBMITTED]);
+    // A callback registered after completion fires too.
+    let late = tag + 1;
+    // SAFETY: as above.
+    ok(unsafe { clSetEventCallback(ev, CL_SUBMITTED, Some(on_event), late as *mut c_void) });
+    mc::eventually("the late callback", Duration::from_secs(10), || {
+        CALLS.lock().unwrap().iter().any(|c| c.2 == late)
+    });
+    release(ev);
+    release(u);
+    mc::release_mems(&[out]);
+}
+
+/// A second in-order queue on the same context and device.
+fn second_queue(env: &Env) -> cl_command_queue {
+    let mut err = 0;
+    // SAFETY: a live context and device.
+    let q = unsafe {
+        clCreateCommandQueueWithProperties(env.context, env.device, std::ptr::null(), &mut err)
+    };
+    ok(err);
+    q
+}
+
+#[test]
+fn other_queues_wait_for_deferred_events() {
+    let _g = setup();
+    let env = Env::sp();
+    let q2 = second_queue(&env);
+    let n = 64 * 300;
+    let (a, b) = (env.buffer(n * 4), env.buffer(n * 4));
+    let ev = fill(&env, env.queue, a, n, 5, &[]);
+    // On the other queue: copy what the sliced launch writes, once it is complete.
+    let mut copied = std::ptr::null_mut();
+    // SAFETY: live queue, buffers and wait list.
+    ok(unsafe { clEnqueueCopyBuffer(q2, a, b, 0, 0, n * 4, 1, &ev, &mut copied) });
+    wait(&[copied]);
+    let mut got = vec![0u32; n];
+    // SAFETY: a blocking read into `got`, of its size.
+    ok(unsafe {
+        clEnqueueReadBuffer(
+            q2,
+            b,
+            CL_TRUE,
+            0,
+            n * 4,
+            got.as_mut_ptr() as *mut c_void,
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        )
+    });
+    if let Some(m) = mc::check_fill(&got, 0, 5, 200) {
+        panic!("copy on another queue ran before the sliced launch completed: {m}");
+    }
+    release(ev);
+    release(copied);
+    // SAFETY: our queue.
+    ok(unsafe { clReleaseCommandQueue(q2) });
+    mc::release_mems(&[a, b]);
+}
+
+#[test]
+fn finish_submits_and_completes_everything_in_software() {
+    let _g = setup();
+    let env = Env::sp();
+    let n = 64 * 128;
+    let outs: Vec<cl_mem> = (0..4).map(|_| env.buffer(n * 4)).collect();
+    // Held back by a user event set from another thread, so the FIFO is not empty when
+    // clFinish is called.
+    let u = user_event(&env);
+    let evs: Vec<cl_event> = outs
+        .iter()
+        .enumerate()
+        .map(|(i, &o)| {
+            fill(
+                &env,
+                env.queue,
+                o,
+                n,
+                i as u32,
+                if i == 0 {
+                    std::slice::from_ref(&u)
+                } else {
+                    &[]
+                },
+            )
+        })
+        .collect();
+    let uh = u as usize;
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        // SAFETY: the user event, alive until joined.
+        unsafe { clSetUserEventStatus(uh as cl_event, CL_COMPLETE) }
+    });
+    mc::finish(env.queue);
+    ok(setter.join().unwrap());
+    // "clFinish does not return until all previously queued commands have completed."
+    for &e in &evs {
+        assert_eq!(
+            mc::status(e),
+            CL_COMPLETE,
+            "an event still pending after clFinish"
+        );
+    }
+    for (i, &o) in outs.iter().enumerate() {
+        // SAFETY: a non-blocking read would be a different test; blocking here.
+        if let Some(m) = mc::check_fill(&env.read::<u32>(o, n), 0, i as u32, 200) {
+            panic!("{m}");
+        }
+    }
+    evs.into_iter().for_each(release);
+    release(u);
+    mc::release_mems(&outs);
+}
+
+#[test]
+fn failed_dependency_fails_the_deferred_command_like_bare() {
+    let _g = setup();
+    let mut results = Vec::new();
+    for env in [Env::new(bare_platform()), Env::sp()] {
+        let out = env.buffer(64 * 64 * 4);
+        let u = user_event(&env);
+        let ev = fill(&env, env.queue, out, 64 * 64, 1, &[u]);
+        // A marker after it waits on it.
+        let mut marker = std::ptr::null_mut();
+        // SAFETY: live queue and events.
+        ok(unsafe { clEnqueueMarkerWithWaitList(env.queue, 1, &ev, &mut marker) });
+        // SAFETY: our user event, set to an error.
+        ok(unsafe { clSetUserEventStatus(u, -77) });
+        // SAFETY: live events.
+        let rc = unsafe { clWaitForEvents(1, &ev) };
+        // SAFETY: live queue.
+        unsafe { clFinish(env.queue) };
+        let st = mc::status(ev);
+        let mst = mc::status(marker);
+        results.push((
+            rc,
+            st < 0,
+            mst < 0,
+            event_info::<cl_command_type>(marker, CL_EVENT_COMMAND_TYPE),
+        ));
+        release(ev);
+        release(marker);
+        release(u);
+        mc::release_mems(&[out]);
+    }
+    assert_eq!(
+        results[0], results[1],
+        "bare vs SoftPreempt (wait rc, launch failed, marker failed, marker type)"
+    );
+}
+
+#[test]
+fn blocking_read_and_out_of_order_queue_see_sliced_results() {
+    let _g = setup();
+    let env = Env::sp();
+    let n = 64 * 400;
+    let out = env.buffer(n * 4);
+    let ev = fill(&env, env.queue, out, n, 11, &[]);
+    // No wait: the blocking read alone must order after every slice.
+    if let Some(m) = mc::check_fill(&env.read::<u32>(out, n), 0, 11, 200) {
+        panic!("blocking read after a sliced launch: {m}");
+    }
+    release(ev);
+    // An out-of-order queue: launches are never sliced there, and a barrier orders them.
+    let props = [
+        CL_QUEUE_PROPERTIES as cl_queue_properties,
+        CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE as cl_queue_properties,
+        0,
+    ];
+    let mut err = 0;
+    // SAFETY: live context/device, valid property list.
+    let ooo = unsafe {
+        clCreateCommandQueueWithProperties(env.context, env.device, props.as_ptr(), &mut err)
+    };
+    ok(err);
+    let e1 = fill(&env, ooo, out, n, 12, &[]);
+    let mut barrier = std::ptr::null_mut();
+    // SAFETY: live queue.
+    ok(unsafe { clEnqueueBarrierWithWaitList(ooo, 0, std::ptr::null(), &mut barrier) });
+    assert_eq!(
+        event_info::<cl_command_type>(barrier, CL_EVENT_COMMAND_TYPE),
+        CL_COMMAND_BARRIER
+    );
+    wait(&[barrier]);
+    assert_eq!(
+        mc::status(e1),
+        CL_COMPLETE,
+        "the barrier completed before the launch it follows"
+    );
+    let mut got = vec![0u32; n];
+    // SAFETY: blocking read into `got`.
+    ok(unsafe {
+        clEnqueueReadBuffer(
+            ooo,
+            out,
+            CL_TRUE,
+            0,
+            n * 4,
+            got.as_mut_ptr() as *mut c_void,
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        )
+    });
+    if let Some(m) = mc::check_fill(&got, 0, 12, 200) {
+        panic!("out-of-order queue: {m}");
+    }
+    release(e1);
+    release(barrier);
+    // SAFETY: our queue.
+    ok(unsafe { clReleaseCommandQueue(ooo) });
+    mc::release_mems(&[out]);
+}
+
+#[test]
+fn unset_arguments_and_bad_geometry_fail_synchronously_like_bare() {
+    let _g = setup();
+    let mut codes = Vec::new();
+    for env in [Env::new(bare_platform()), Env::sp()] {
+        let k = fill_kernel(&env);
+        let out = env.buffer(1024);
+        // Arguments not all set.
+        mc::arg(k, 0, out);
+        let a = mc::enqueue(env.queue, k, None, &[64], Some(&[64]), &[], None);
+        mc::arg(k, 1, 1u32);
+        mc::arg(k, 2, 1u32);
+        // A local size that does not divide the global size (PoCL is OpenCL 3.0 with
+        // non-uniform groups: either way, both platforms must agree), a zero global size
+        // (valid since 2.1), and a work_dim of 4. (A wait list of another context's event
+        // is not compared: bare PoCL accepts it, then crashes in clFinish.)
+        let b = mc::enqueue(env.queue, k, None, &[100], Some(&[64]), &[], None);
+        let c = mc::enqueue(env.queue, k, None, &[0], None, &[], None);
+        // SAFETY: sizes arrays of 4, valid kernel; the vendor must reject work_dim 4.
+        let d = unsafe {
+            clEnqueueNDRangeKernel(
+                env.queue,
+                k,
+                4,
+                std::ptr::null(),
+                [1usize; 4].as_ptr(),
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        };
+        codes.push((a, b, c, d));
+        mc::finish(env.queue);
+        mc::release_mems(&[out]);
+    }
+    assert_eq!(codes[0], codes[1], "bare vs SoftPreempt error codes");
+}
