@@ -8,6 +8,7 @@ pub mod events;
 pub mod extensions;
 pub mod forward;
 pub mod handle;
+pub mod kernel_source;
 pub mod objects;
 pub mod platform;
 pub mod refcount;
