@@ -329,6 +329,7 @@ pub fn build_program(
     user_data: *mut c_void,
 ) -> CLResult<()> {
     let (p, devs, notify) = build_args(program, num_devices, device_list, pfn_notify, user_data)?;
+    analyse(p, options, None);
     let (f, data) = Notify::vendor_args(&notify, user_data);
     vtry!(
         p.inner.vt,
@@ -362,7 +363,11 @@ pub fn compile_program(
     } else {
         headers.as_ptr()
     };
-    let header_sources = header_sources(num_input_headers, input_headers, header_include_names);
+    match header_sources(num_input_headers, input_headers, header_include_names) {
+        Some(h) => analyse(p, options, Some(h)),
+        // A header without source text: what the code reads cannot be known.
+        None => *p.origin.lock().unwrap_or_else(|e| e.into_inner()) = Origin::Opaque,
+    }
     let (f, data) = Notify::vendor_args(&notify, user_data);
     vtry!(
         p.inner.vt,
@@ -377,13 +382,17 @@ pub fn compile_program(
             f,
             data
         )
-    )?;
+    )
+}
+
+/// Analyses a source program for slicing, before the vendor builds it, so its kernels
+/// (which may be created from a build callback) find the analysis ready.
+fn analyse(p: &Program, options: *const c_char, headers: Option<Vec<(String, Arc<str>)>>) {
+    let options = crate::core::args::c_str(options)
+        .map(|o| o.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut origin = p.origin.lock().unwrap_or_else(|e| e.into_inner());
-    *origin = match header_sources {
-        Some(h) => origin.with_headers(h),
-        None => Origin::Opaque,
-    };
-    Ok(())
+    *origin = origin.analysed(&options, headers);
 }
 
 /// The headers of `clCompileProgram` as (include name, source text), for the analysis of

@@ -9,19 +9,21 @@ use std::sync::Arc;
 
 use crate::config::{self, SafeBinary};
 use crate::core::cl::*;
-use crate::core::kernel_source;
+use crate::core::kernel_source::{self, Analysis};
 use crate::core::objects::Sliceable;
 
 /// Where a program's code came from, as far as slicing is concerned.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub enum Origin {
     /// Built-in kernels, or a program we could not follow.
     #[default]
     Opaque,
-    /// OpenCL C source, with the headers `clCompileProgram` was given (name, text).
+    /// OpenCL C source, with the headers `clCompileProgram` was given (name, text), and
+    /// its analysis with the last build's options.
     Source {
         text: Arc<str>,
         headers: Arc<[(String, Arc<str>)]>,
+        analysis: Option<Arc<Analysis>>,
     },
     /// A binary or IL, by the SHA-256 of its bytes (lowercase hex).
     Binary(String),
@@ -56,6 +58,7 @@ impl Origin {
         Origin::Source {
             text: text.into(),
             headers: Arc::new([]),
+            analysis: None,
         }
     }
 
@@ -66,13 +69,26 @@ impl Origin {
         Origin::Binary(d.iter().map(|b| format!("{b:02x}")).collect())
     }
 
-    /// The same source compiled with `headers` (clCompileProgram).
-    pub fn with_headers(&self, headers: Vec<(String, Arc<str>)>) -> Origin {
+    /// The same source about to be built with `options` and compiled with `headers`
+    /// (`clCompileProgram`; `None` keeps those it has), analysed for slicing.
+    pub fn analysed(&self, options: &str, headers: Option<Vec<(String, Arc<str>)>>) -> Origin {
         match self {
-            Origin::Source { text, .. } => Origin::Source {
-                text: text.clone(),
-                headers: headers.into(),
-            },
+            Origin::Source {
+                text, headers: old, ..
+            } => {
+                let headers: Arc<[(String, Arc<str>)]> =
+                    headers.map_or_else(|| old.clone(), Into::into);
+                let pairs: Vec<(String, String)> = headers
+                    .iter()
+                    .map(|(n, t)| (n.clone(), t.to_string()))
+                    .collect();
+                let analysis = kernel_source::analyse_with_options(text, &pairs, options);
+                Origin::Source {
+                    text: text.clone(),
+                    headers,
+                    analysis: Some(Arc::new(analysis)),
+                }
+            }
             other => other.clone(),
         }
     }
@@ -80,57 +96,71 @@ impl Origin {
 
 /// Whether `kernel` of a program of `origin` may be sliced.
 pub fn of_kernel(origin: &Origin, kernel: &str) -> Sliceable {
-    let mut c = Collected {
-        sources: Vec::new(),
-        null_local: true,
-    };
-    if let Err(why) = collect(origin, kernel, &mut c) {
+    match origin {
+        Origin::Opaque => Sliceable::No("built-in kernels, or a program of unknown origin".into()),
+        Origin::Source { analysis, .. } => {
+            // Analysed at build time; a program built through a path we did not see is
+            // analysed now, without its build options.
+            let fresh;
+            let a = match analysis {
+                Some(a) => a,
+                None => {
+                    fresh = origin.analysed("", None);
+                    match &fresh {
+                        Origin::Source {
+                            analysis: Some(a), ..
+                        } => a,
+                        _ => return Sliceable::No("program source not analysed".into()),
+                    }
+                }
+            };
+            of_analysed(a, kernel)
+        }
+        Origin::Binary(digest) => of_binary(digest, kernel),
+        // The kernel is defined in one input; a helper it calls in another makes its
+        // analysis "unsure", so it is not sliced.
+        Origin::Linked(inputs) => inputs.iter().find(|i| defines(i, kernel)).map_or_else(
+            || Sliceable::No("linked from inputs that cannot be analysed".into()),
+            |i| of_kernel(i, kernel),
+        ),
+    }
+}
+
+/// Whether `origin` is where `kernel` is defined (as far as can be told).
+fn defines(origin: &Origin, kernel: &str) -> bool {
+    match origin {
+        Origin::Source {
+            analysis: Some(a), ..
+        } => a.kernel(kernel).is_some(),
+        Origin::Linked(inputs) => inputs.iter().any(|i| defines(i, kernel)),
+        // A binary input may define it; it decides then.
+        Origin::Binary(_) => true,
+        _ => false,
+    }
+}
+
+fn of_analysed(a: &Analysis, kernel: &str) -> Sliceable {
+    // The rewriting of geometry reads is not wired in yet: kernels that read them are
+    // never sliced.
+    if let Some(why) = a.blocker(kernel, false) {
         return Sliceable::No(why);
     }
-    if c.sources.is_empty() {
-        return Sliceable::Yes {
-            null_local: c.null_local,
-        };
-    }
-    match kernel_source::sliceability(&c.sources, kernel) {
-        Sliceable::Yes { null_local } => Sliceable::Yes {
-            null_local: null_local && c.null_local,
-        },
-        no => no,
-    }
+    let wgd = a.kernel(kernel).is_none_or(|k| k.work_group_dependent);
+    Sliceable::Yes { null_local: !wgd }
 }
 
-/// The sources a kernel's code may come from.
-struct Collected<'a> {
-    sources: Vec<kernel_source::SourceUnit<'a>>,
-    /// Whether launches with a NULL local size may be sliced, as far as the non-source
-    /// parts go.
-    null_local: bool,
-}
-
-/// Gathers the sources of `origin`, or says why its kernels cannot be sliced.
-fn collect<'a>(origin: &'a Origin, kernel: &str, c: &mut Collected<'a>) -> Result<(), String> {
-    match origin {
-        Origin::Opaque => Err("built-in kernels, or a program of unknown origin".into()),
-        Origin::Source { text, headers } => {
-            c.sources.push((text, headers));
-            Ok(())
-        }
-        Origin::Binary(digest) => {
-            let safe = config::config().safe_binaries.iter().any(|s| match s {
-                SafeBinary::Kernel(name) => name == kernel,
-                SafeBinary::Sha256(hex) => hex == digest,
-            });
-            if !safe {
-                return Err(format!(
-                    "its program is a binary or IL (sha256:{digest}); list it in safe_binaries to slice it"
-                ));
-            }
-            // Nothing tells whether a listed binary depends on the work-group size the
-            // vendor would choose: it is sliced only with an explicit local size.
-            c.null_local = false;
-            Ok(())
-        }
-        Origin::Linked(inputs) => inputs.iter().try_for_each(|i| collect(i, kernel, c)),
+/// Kernels of binaries and IL: sliced only when the configuration vouches for them.
+fn of_binary(digest: &str, kernel: &str) -> Sliceable {
+    let safe = config::config().safe_binaries.iter().any(|s| match s {
+        SafeBinary::Kernel(name) => name == kernel,
+        SafeBinary::Sha256(hex) => hex == digest,
+    });
+    if !safe {
+        return Sliceable::No(format!(
+            "its program is a binary or IL (sha256:{digest}); list it in safe_binaries to slice it"
+        ));
     }
+    // Nothing tells whether a listed binary depends on the work-group size the vendor
+    // would choose: it is sliced only with an explicit local size.
+    Sliceable::Yes { null_local: false }
 }

@@ -1,0 +1,166 @@
+//! Kernel source analysis and rewriting, for slicing (architecture rule 5).
+//!
+//! A slice is a launch of its own (a sub-range of whole work-groups with a global offset),
+//! so inside it `get_group_id`, `get_num_groups`, `get_global_size`, `get_global_offset`
+//! and `get_global_linear_id` return the slice's values, not the application's launch's.
+//! [`analyse`] finds which kernels read those builtins (directly, through helper
+//! functions, or through macros), and [`rewrite`] produces a program in which they read
+//! the whole launch's geometry from a hidden trailing argument ([`geometry_arg`]).
+//!
+//! Pure functions over text: no OpenCL calls. Whatever the input, the answer errs on the
+//! safe side: a kernel the analysis cannot be sure about is reported so, and a program the
+//! rewrite cannot handle gets no rewrite.
+//!
+//! The stages: `lex` (tokens with their byte positions), `pp` (includes, `#define`s,
+//! conditional groups; no macro expansion), `parse` (the top-level functions), `analyse`
+//! (what each function and macro reads, closed over calls and macro uses), `rewrite`.
+
+mod analyse;
+mod builtins;
+mod lex;
+mod options;
+mod parse;
+mod pp;
+mod rewrite;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+pub use builtins::GEOMETRY;
+pub use rewrite::{geometry_arg, Rewritten, GEOMETRY_ARG_SIZE};
+
+/// A set of [`GEOMETRY`] builtins.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct Geometry(u8);
+
+impl Geometry {
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn contains(self, builtin: &str) -> bool {
+        builtins::geometry_bit(builtin).is_some_and(|b| self.0 & b != 0)
+    }
+
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        GEOMETRY
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| self.0 & (1 << i) != 0)
+            .map(|(_, n)| *n)
+    }
+}
+
+impl fmt::Debug for Geometry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.names()).finish()
+    }
+}
+
+/// What one kernel reads, through everything it calls or expands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelInfo {
+    pub name: String,
+    /// The geometry builtins it reads: slicing it unchanged would give other results.
+    pub geometry: Geometry,
+    /// It reads local ids or sizes, group ids, uses barriers, work-group or sub-group
+    /// functions, or local memory: its results may depend on the local size, so a launch
+    /// with a NULL local size must have the same local size pinned for every slice.
+    pub work_group_dependent: bool,
+    /// Why what it reads is not fully known (a call to a function defined elsewhere, a
+    /// macro that pastes tokens, inline assembly): such a kernel is never sliced.
+    pub unsure: Option<String>,
+}
+
+/// The result of [`analyse`].
+pub struct Analysis {
+    pub kernels: Vec<KernelInfo>,
+    /// Why the program as a whole could not be analysed with confidence (an include of an
+    /// unknown header, unbalanced brackets in a conditional branch, a macro that may declare
+    /// functions, ...). Then no kernel of it may be sliced.
+    pub conservative: Option<String>,
+    /// The parsed program, for [`rewrite`].
+    model: Option<analyse::Model>,
+}
+
+impl fmt::Debug for Analysis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Analysis")
+            .field("kernels", &self.kernels)
+            .field("conservative", &self.conservative)
+            .finish()
+    }
+}
+
+impl Analysis {
+    pub fn kernel(&self, name: &str) -> Option<&KernelInfo> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+
+    /// Why launches of `kernel` may not be cut into slices, or `None` if they may.
+    /// `rewritten`: the kernel comes from the [`rewrite`]n program and its geometry
+    /// argument is set. Work-group dependence is left to the caller, since it only matters
+    /// when the application leaves the local size to the vendor.
+    pub fn blocker(&self, kernel: &str, rewritten: bool) -> Option<String> {
+        if let Some(why) = &self.conservative {
+            return Some(format!("program source not understood: {why}"));
+        }
+        let Some(k) = self.kernel(kernel) else {
+            return Some("kernel not found in the program source".into());
+        };
+        if let Some(why) = &k.unsure {
+            return Some(format!("kernel {why}"));
+        }
+        if !rewritten && !k.geometry.is_empty() {
+            return Some(format!("kernel reads {:?}", k.geometry));
+        }
+        None
+    }
+}
+
+/// Analyses a program's source; `headers` are the (include name, text) pairs given to
+/// `clCompileProgram`.
+pub fn analyse(source: &str, headers: &[(String, String)]) -> Analysis {
+    analyse_with_options(source, headers, "")
+}
+
+/// [`analyse`], with the build options: `-D` macros may hide builtins too.
+pub fn analyse_with_options(source: &str, headers: &[(String, String)], options: &str) -> Analysis {
+    // Nothing here should panic (a fuzz test checks), but a panic must not fail the
+    // application's build: it only means this program is not sliced.
+    std::panic::catch_unwind(|| analyse_unguarded(source, headers, options)).unwrap_or_else(|_| {
+        tracing::warn!("kernel source analysis failed; the program's kernels are not sliced");
+        Analysis {
+            kernels: Vec::new(),
+            conservative: Some("analysis failed".into()),
+            model: None,
+        }
+    })
+}
+
+fn analyse_unguarded(source: &str, headers: &[(String, String)], options: &str) -> Analysis {
+    let opts = options::read(options);
+    let unit = pp::Unit::read(source, headers, &opts.defines);
+    let model = analyse::model(unit);
+    Analysis {
+        kernels: model.kernels.clone(),
+        conservative: opts.problem.clone().or_else(|| model.problem.clone()),
+        model: Some(model),
+    }
+}
+
+/// The program rewritten so that its kernels read the whole launch's geometry from a
+/// hidden trailing argument (see [`Rewritten`] and [`geometry_arg`]). `None` when that
+/// cannot be done safely: the analysis was not sure of the program, or a builtin or
+/// function is used in a way the rewrite cannot follow. A program that reads no geometry
+/// comes back unchanged, with no kernels. The source must be a whole program (see
+/// [`Rewritten::helpers`]).
+pub fn rewrite(analysis: &Analysis) -> Option<Rewritten> {
+    let run = std::panic::AssertUnwindSafe(|| rewrite::rewrite_unguarded(analysis));
+    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        tracing::warn!("kernel source rewrite failed; the program's kernels are not sliced");
+        None
+    })
+}

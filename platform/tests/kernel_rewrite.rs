@@ -1,0 +1,817 @@
+//! The kernel source rewrite, run for real: each kernel is built by the vendor (PoCL by
+//! default, straight through the ocl-icd loader, without SoftPreempt), launched whole from
+//! the original source, and launched in slices from the rewritten source with the hidden
+//! geometry argument. The outputs must match bit for bit. Each kernel reads the geometry,
+//! so the original source launched in the same slices must give other results: that shows
+//! the comparison can fail. Rewrites of noisy variants of these sources must build, and a
+//! build error must be reported on the same line for the rewrite as for the original.
+//!
+//! `SOFTPREEMPT_TEST_ICD` names another vendor's `.icd` file (NVIDIA's on the GPU machine).
+
+use opencl_sys::*;
+use softpreempt_platform::core::kernel_source::{analyse_with_options, geometry_arg, rewrite};
+use std::ffi::{c_void, CString};
+use std::ptr::{null, null_mut};
+use std::sync::OnceLock;
+
+struct Cl {
+    device: cl_device_id,
+    context: cl_context,
+    queue: cl_command_queue,
+}
+
+// SAFETY: OpenCL handles may be used from any thread; the in-order queue keeps each
+// test's launches and blocking reads in order, whichever threads enqueue between them.
+unsafe impl Send for Cl {}
+// SAFETY: as above.
+unsafe impl Sync for Cl {}
+
+/// Asserts that an OpenCL call succeeded.
+#[track_caller]
+fn ok(rc: cl_int, what: &str) {
+    assert_eq!(rc, CL_SUCCESS, "{what} failed");
+}
+
+impl Cl {
+    fn get() -> &'static Cl {
+        static CL: OnceLock<Cl> = OnceLock::new();
+        CL.get_or_init(|| {
+            // Show the loader the vendor alone. Runs before the process's first OpenCL call.
+            let icd = std::env::var("SOFTPREEMPT_TEST_ICD")
+                .unwrap_or_else(|_| "/etc/OpenCL/vendors/pocl.icd".into());
+            let lib = std::fs::read_to_string(&icd).unwrap_or_else(|e| panic!("{icd}: {e}"));
+            let lib = lib.lines().next().unwrap_or("").trim().to_string();
+            let dir =
+                std::env::temp_dir().join(format!("sp-kernel-rewrite-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("vendor.icd"), format!("{lib}\n")).unwrap();
+            std::env::set_var("OCL_ICD_VENDORS", &dir);
+            std::env::set_var("OCL_ICD_FILENAMES", &lib);
+            let mut platform = null_mut();
+            let mut device = null_mut();
+            let mut err = 0;
+            // SAFETY: out pointers to one handle each; the context and queue calls get
+            // valid handles and NULL property lists.
+            unsafe {
+                ok(
+                    clGetPlatformIDs(1, &mut platform, null_mut()),
+                    "clGetPlatformIDs",
+                );
+                ok(
+                    clGetDeviceIDs(platform, CL_DEVICE_TYPE_ALL, 1, &mut device, null_mut()),
+                    "clGetDeviceIDs",
+                );
+                let context = clCreateContext(null(), 1, &device, None, null_mut(), &mut err);
+                ok(err, "clCreateContext");
+                #[allow(deprecated)]
+                let queue = clCreateCommandQueue(context, device, 0, &mut err);
+                ok(err, "clCreateCommandQueue");
+                Cl {
+                    device,
+                    context,
+                    queue,
+                }
+            }
+        })
+    }
+
+    /// Builds `source` (compiling with `headers` and linking, if there are any). Returns
+    /// the program, or the build log on failure.
+    fn build(
+        &self,
+        source: &str,
+        headers: &[(String, String)],
+        options: &str,
+    ) -> Result<cl_program, String> {
+        let program = self.program_of(source);
+        let opts = CString::new(options).unwrap();
+        let rc = if headers.is_empty() {
+            // SAFETY: a valid program and device, a NUL-terminated option string.
+            unsafe { clBuildProgram(program, 1, &self.device, opts.as_ptr(), None, null_mut()) }
+        } else {
+            let progs: Vec<cl_program> = headers.iter().map(|(_, t)| self.program_of(t)).collect();
+            let names: Vec<CString> = headers
+                .iter()
+                .map(|(n, _)| CString::new(n.as_str()).unwrap())
+                .collect();
+            let name_ptrs: Vec<*const i8> = names.iter().map(|n| n.as_ptr()).collect();
+            // SAFETY: parallel arrays of header programs and names, all valid.
+            let rc = unsafe {
+                clCompileProgram(
+                    program,
+                    1,
+                    &self.device,
+                    opts.as_ptr(),
+                    progs.len() as cl_uint,
+                    progs.as_ptr(),
+                    name_ptrs.as_ptr(),
+                    None,
+                    null_mut(),
+                )
+            };
+            if rc != CL_SUCCESS {
+                return Err(self.log(program));
+            }
+            let mut err = 0;
+            // SAFETY: one compiled program to link, on a valid context and device.
+            let linked = unsafe {
+                clLinkProgram(
+                    self.context,
+                    1,
+                    &self.device,
+                    null(),
+                    1,
+                    &program,
+                    None,
+                    null_mut(),
+                    &mut err,
+                )
+            };
+            ok(err, "clLinkProgram");
+            return Ok(linked);
+        };
+        if rc != CL_SUCCESS {
+            return Err(self.log(program));
+        }
+        Ok(program)
+    }
+
+    fn program_of(&self, source: &str) -> cl_program {
+        let src = CString::new(source).unwrap();
+        let ptr = src.as_ptr();
+        let mut err = 0;
+        // SAFETY: one NUL-terminated string; NULL lengths.
+        let p = unsafe { clCreateProgramWithSource(self.context, 1, &ptr, null(), &mut err) };
+        ok(err, "clCreateProgramWithSource");
+        p
+    }
+
+    fn log(&self, program: cl_program) -> String {
+        let mut size = 0;
+        let mut buf = vec![0u8; 1 << 16];
+        // SAFETY: a buffer of the size passed, and a size out pointer.
+        let rc = unsafe {
+            clGetProgramBuildInfo(
+                program,
+                self.device,
+                CL_PROGRAM_BUILD_LOG,
+                buf.len(),
+                buf.as_mut_ptr() as *mut c_void,
+                &mut size,
+            )
+        };
+        ok(rc, "clGetProgramBuildInfo");
+        buf.truncate(size.saturating_sub(1));
+        String::from_utf8_lossy(&buf).into_owned()
+    }
+}
+
+/// A kernel argument.
+#[derive(Clone)]
+enum Arg {
+    /// A read-only buffer with this content.
+    In(Vec<u8>),
+    /// A buffer of this many bytes, filled with a pattern first; compared afterwards.
+    Out(usize),
+    /// `__local` memory of this many bytes.
+    Local(usize),
+    /// A value passed by value.
+    Val(Vec<u8>),
+}
+
+struct Case {
+    name: &'static str,
+    source: &'static str,
+    headers: &'static [(&'static str, &'static str)],
+    options: &'static str,
+    kernel: &'static str,
+    work_dim: u32,
+    offset: [usize; 3],
+    global: [usize; 3],
+    local: [usize; 3],
+    args: Vec<Arg>,
+}
+
+fn bytes<T: Copy>(v: &[T]) -> Vec<u8> {
+    // SAFETY: plain numeric data viewed as its bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+        .to_vec()
+}
+
+/// Test data: small integers (so float sums are exact and order-free) from a fixed seed.
+fn data(n: usize, seed: u32) -> Vec<u32> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x % 97
+        })
+        .collect()
+}
+
+fn floats(n: usize, seed: u32) -> Vec<f32> {
+    data(n, seed).into_iter().map(|v| v as f32).collect()
+}
+
+/// The launch cut into slices along the last dimension, at work-group boundaries:
+/// 1 group, then 2, then 3, ... (the last slice takes the rest).
+fn slices(c: &Case) -> Vec<([usize; 3], [usize; 3])> {
+    let d = c.work_dim as usize - 1;
+    let groups = c.global[d].div_ceil(c.local[d]);
+    assert!(groups >= 3, "{}: too few groups to slice", c.name);
+    let mut out = Vec::new();
+    let (mut start, mut size) = (0, 1);
+    while start < groups {
+        let n = size.min(groups - start);
+        let (mut off, mut glob) = (c.offset, c.global);
+        off[d] += start * c.local[d];
+        glob[d] = (n * c.local[d]).min(c.global[d] - start * c.local[d]);
+        out.push((off, glob));
+        start += n;
+        size += 1;
+    }
+    out
+}
+
+/// Runs `kernel` of `program` as the given launches (with the hidden geometry argument at
+/// `hidden`, if any) and returns the content of every `Out` buffer.
+fn run(
+    c: &Case,
+    program: cl_program,
+    hidden: Option<u32>,
+    launches: &[([usize; 3], [usize; 3])],
+) -> Vec<Vec<u8>> {
+    let cl = Cl::get();
+    let name = CString::new(c.kernel).unwrap();
+    let mut err = 0;
+    // SAFETY: a built program and a NUL-terminated kernel name.
+    let kernel = unsafe { clCreateKernel(program, name.as_ptr(), &mut err) };
+    ok(err, "clCreateKernel");
+    let mut mems = Vec::new();
+    for (i, a) in c.args.iter().enumerate() {
+        let init: Vec<u8> = match a {
+            Arg::In(b) => b.clone(),
+            Arg::Out(n) => (0..*n).map(|j| (j * 7 + 0xA5) as u8).collect(),
+            Arg::Local(_) | Arg::Val(_) => Vec::new(),
+        };
+        let value = match a {
+            Arg::In(_) | Arg::Out(_) => {
+                // SAFETY: a host pointer to `init.len()` bytes, copied at creation.
+                let mem = unsafe {
+                    clCreateBuffer(
+                        cl.context,
+                        CL_MEM_COPY_HOST_PTR,
+                        init.len(),
+                        init.as_ptr() as *mut c_void,
+                        &mut err,
+                    )
+                };
+                ok(err, "clCreateBuffer");
+                mems.push((mem, matches!(a, Arg::Out(_)).then_some(init.len())));
+                Some(bytes(&[mem]))
+            }
+            Arg::Local(_) => None,
+            Arg::Val(v) => Some(v.clone()),
+        };
+        let size = match (a, &value) {
+            (Arg::Local(n), _) => *n,
+            (_, v) => v.as_ref().map_or(0, Vec::len),
+        };
+        let ptr = value
+            .as_ref()
+            .map_or(null(), |v| v.as_ptr() as *const c_void);
+        // SAFETY: `ptr` holds `size` bytes (or is NULL for local memory).
+        ok(
+            unsafe { clSetKernelArg(kernel, i as cl_uint, size, ptr) },
+            "clSetKernelArg",
+        );
+    }
+    if let Some(index) = hidden {
+        let (value, size) = geometry_arg(c.work_dim, c.offset, c.global, c.local);
+        // SAFETY: `value` holds `size` bytes.
+        ok(
+            unsafe { clSetKernelArg(kernel, index, size, value.as_ptr() as *const c_void) },
+            "clSetKernelArg (geometry)",
+        );
+    }
+    for (off, glob) in launches {
+        // SAFETY: three-element arrays, whatever the dimension count.
+        let rc = unsafe {
+            clEnqueueNDRangeKernel(
+                cl.queue,
+                kernel,
+                c.work_dim,
+                off.as_ptr(),
+                glob.as_ptr(),
+                c.local.as_ptr(),
+                0,
+                null(),
+                null_mut(),
+            )
+        };
+        ok(rc, "clEnqueueNDRangeKernel");
+    }
+    let mut results = Vec::new();
+    for (mem, out) in mems {
+        if let Some(n) = out {
+            let mut buf = vec![0u8; n];
+            // SAFETY: a blocking read into a buffer of `n` bytes.
+            let rc = unsafe {
+                clEnqueueReadBuffer(
+                    cl.queue,
+                    mem,
+                    CL_TRUE,
+                    0,
+                    n,
+                    buf.as_mut_ptr() as *mut c_void,
+                    0,
+                    null(),
+                    null_mut(),
+                )
+            };
+            ok(rc, "clEnqueueReadBuffer");
+            results.push(buf);
+        }
+        // SAFETY: our buffer, no longer used (the read above was blocking).
+        unsafe { clReleaseMemObject(mem) };
+    }
+    // SAFETY: our kernel, no longer used.
+    unsafe { clReleaseKernel(kernel) };
+    results
+}
+
+/// Runs one case: original whole, original sliced (must differ), rewritten sliced (must
+/// match the original whole).
+fn check(c: &Case) {
+    let cl = Cl::get();
+    let headers: Vec<(String, String)> = c
+        .headers
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.to_string()))
+        .collect();
+    let analysis = analyse_with_options(c.source, &headers, c.options);
+    assert!(
+        analysis.conservative.is_none(),
+        "{}: {:?}",
+        c.name,
+        analysis.conservative
+    );
+    let info = analysis
+        .kernel(c.kernel)
+        .unwrap_or_else(|| panic!("{}: kernel not found", c.name));
+    assert!(
+        !info.geometry.is_empty() && info.unsure.is_none(),
+        "{}: {info:?}",
+        c.name
+    );
+    let rewritten = rewrite(&analysis).unwrap_or_else(|| panic!("{}: no rewrite", c.name));
+    let hidden = rewritten
+        .kernels
+        .iter()
+        .find(|k| k.0 == c.kernel)
+        .map(|k| k.1);
+    assert_eq!(
+        hidden,
+        Some(c.args.len() as u32),
+        "{}: hidden argument index",
+        c.name
+    );
+
+    let original = cl
+        .build(c.source, &headers, c.options)
+        .unwrap_or_else(|log| panic!("{}: {log}", c.name));
+    let new = cl
+        .build(&rewritten.source, &rewritten.headers, c.options)
+        .unwrap_or_else(|log| {
+            panic!(
+                "{}: rewritten source does not build:\n{log}\n{}",
+                c.name, rewritten.source
+            )
+        });
+    let whole = run(c, original, None, &[(c.offset, c.global)]);
+    let cuts = slices(c);
+    assert!(cuts.len() >= 3);
+    let naive = run(c, original, None, &cuts);
+    assert_ne!(
+        naive, whole,
+        "{}: slicing the original changes nothing, so this case proves nothing",
+        c.name
+    );
+    let sliced = run(c, new, hidden, &cuts);
+    same(c, "sliced rewritten kernel", &sliced, &whole);
+    // The rewritten kernel launched whole gives the same results too (no contention).
+    same(
+        c,
+        "whole rewritten kernel",
+        &run(c, new, hidden, &[(c.offset, c.global)]),
+        &whole,
+    );
+    // SAFETY: our programs, no longer used.
+    unsafe {
+        clReleaseProgram(original);
+        clReleaseProgram(new);
+    }
+}
+
+/// Asserts equal outputs, showing the first differing 32-bit word.
+fn same(c: &Case, what: &str, got: &[Vec<u8>], want: &[Vec<u8>]) {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let word = |b: &[u8], j: usize| u32::from_ne_bytes(b[j * 4..j * 4 + 4].try_into().unwrap());
+        if let Some(j) = (0..g.len() / 4).find(|&j| word(g, j) != word(w, j)) {
+            panic!(
+                "{}: {what}: output {i} word {j} is {:#x}, not {:#x}",
+                c.name,
+                word(g, j),
+                word(w, j)
+            );
+        }
+    }
+    assert!(got == want, "{}: {what} differs", c.name);
+}
+
+fn u32s(v: &[u32]) -> Vec<u8> {
+    bytes(v)
+}
+
+macro_rules! cases {
+    ($($name:ident: $case:expr;)*) => {
+        $(#[test] fn $name() { check(&$case); })*
+    };
+}
+
+const REDUCE: &str = "
+kernel void reduce(global const float* in, global float* out, local float* scratch) {
+    size_t lid = get_local_id(0);
+    scratch[lid] = in[get_global_id(0) - get_global_offset(0)];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {
+        if (lid < s)
+            scratch[lid] += scratch[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        out[get_group_id(0)] = scratch[0];
+}";
+
+const GEMM: &str = "
+#define TS 4
+kernel void gemm(global const float* A, global const float* B, global float* C, int K) {
+    const size_t row = get_local_id(1), col = get_local_id(0);
+    const size_t N = get_num_groups(0) * TS; /* columns of C and B */
+    const size_t gr = get_group_id(1) * TS + row, gc = get_group_id(0) * TS + col;
+    local float As[TS][TS], Bs[TS][TS];
+    float acc = 0.0f;
+    for (int t = 0; t < K / TS; t++) {
+        As[row][col] = A[gr * K + t * TS + col];
+        Bs[row][col] = B[(t * TS + row) * N + gc];
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int k = 0; k < TS; k++)
+            acc += As[row][k] * Bs[k][col];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    C[gr * N + gc] = acc;
+}";
+
+const BLUR: &str = "
+kernel void blur(global const float* in, global float* out) {
+    int x = get_global_id(0) - get_global_offset(0), y = get_global_id(1) - get_global_offset(1);
+    int w = get_global_size(0), h = get_global_size(1);
+    float s = 0.0f;
+    for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++)
+            s += in[clamp(y + dy, 0, h - 1) * w + clamp(x + dx, 0, w - 1)];
+    out[y * w + x] = s;
+}";
+
+const HEAT: &str = "
+kernel void heat(global const float* in, global float* out) {
+    size_t x = get_global_id(0) - get_global_offset(0);
+    size_t y = get_global_id(1) - get_global_offset(1);
+    size_t z = get_global_id(2) - get_global_offset(2);
+    size_t nx = get_global_size(0), ny = get_global_size(1), nz = get_global_size(2);
+    size_t i = (z * ny + y) * nx + x;
+    float c = in[i];
+    float xm = x > 0 ? in[i - 1] : c, xp = x + 1 < nx ? in[i + 1] : c;
+    float ym = y > 0 ? in[i - nx] : c, yp = y + 1 < ny ? in[i + nx] : c;
+    float zm = z > 0 ? in[i - nx * ny] : c, zp = z + 1 < nz ? in[i + nx * ny] : c;
+    out[i] = c + 0.125f * (xm + xp + ym + yp + zm + zp - 6.0f * c);
+}";
+
+const HIST: &str = "
+kernel void hist(global const uint* data, uint n, global uint* bins) {
+    for (size_t i = get_global_id(0) - get_global_offset(0); i < n; i += get_global_size(0))
+        atomic_inc(&bins[data[i] % 16]);
+}";
+
+const HELPERS: &str = "
+#define GID(d) get_group_id(d)
+#define ROW_OF(x) group_row(x)
+size_t group_row(uint d) { return GID(d) * get_num_groups(0); }
+size_t linear_group(void);
+size_t pure_helper(size_t x) { return x * 3; }
+kernel void helpers(global ulong* out) {
+    size_t x = get_global_id(0) - get_global_offset(0), y = get_global_id(1) - get_global_offset(1);
+    out[y * get_global_size(0) + x] = linear_group() * 1000 + pure_helper(get_local_id(0));
+}
+kernel void outer(global ulong* out) { helpers(out); }
+size_t linear_group(void) { return ROW_OF(1) + get_group_id(0); }
+";
+
+const LINEAR: &str = "
+kernel void linear(global uint* out) {
+    size_t l = get_global_linear_id();
+    out[l] = (uint)l ^ ((uint)get_global_id(2) << 16);
+}";
+
+const DIMS: &str = "
+kernel void dims(global ulong* out, uint a, uint b) {
+    size_t i = get_global_id(0) - get_global_offset(0);
+    out[i * 8 + 0] = get_group_id(0) + 100 * get_num_groups(0);
+    out[i * 8 + 1] = get_global_size(0) + 100000 * get_global_offset(0);
+    out[i * 8 + 2] = get_group_id(a) + 10 * get_num_groups(a) + 100 * get_global_size(a) + 1000 * get_global_offset(a);
+    out[i * 8 + 3] = get_group_id(b) + 10 * get_num_groups(b) + 100 * get_global_size(b) + 1000 * get_global_offset(b);
+    out[i * 8 + 4] = get_group_id(1) + 10 * get_num_groups(2) + 100 * get_global_size(1) + 1000 * get_global_offset(2);
+    out[i * 8 + 5] = get_work_dim();
+    out[i * 8 + 6] = get_global_id(0);
+    out[i * 8 + 7] = get_local_id(0);
+}";
+
+const ATTRS: &str = "
+__kernel __attribute__((reqd_work_group_size(8, 1, 1))) void attrs(__global int* o);
+size_t later(void);
+
+__kernel __attribute__((reqd_work_group_size(8, 1, 1))) void attrs(__global int* o) {
+    o[get_global_id(0) - get_global_offset(0)] = (int)later();
+}
+kernel void attrs_after(global int* o) __attribute__((reqd_work_group_size(8, 1, 1))) {
+    o[get_global_id(0) - get_global_offset(0)] = get_group_id(0) + 100;
+}
+size_t later(void) { return get_group_id(0) * 7 + get_num_groups(0); }
+";
+
+const MACROS: &str = "
+#define HUNDRED(x) ((x) * 100)
+#define NG \\
+    get_num_groups(0)
+#define GID(d) get_group_id(d)
+#define BOTH GID(0) + NG
+kernel void macros(global uint* o) {
+    // get_global_size(0) in a comment is no use of it
+    o[get_global_id(0) - get_global_offset(0)] = HUNDRED(get_group_id(0)) + BOTH + sizeof(\"get_global_size(0)\");
+}";
+
+const WITH_HEADER: &str = "
+#include \"geom.h\"
+#include \"geom.h\"
+kernel void with_header(global uint* o) {
+    o[get_global_id(0) - get_global_offset(0)] = (uint)header_helper(0);
+}";
+const GEOM_H: &str = "
+#ifndef GEOM_H
+#define GEOM_H
+size_t header_helper(uint d) { return get_group_id(d) * 1000 + get_global_size(d); }
+#endif
+";
+
+const NON_UNIFORM: &str = "
+kernel void non_uniform(global uint* o) {
+    size_t i = get_global_id(0) - get_global_offset(0);
+    o[i] = get_group_id(0) * 100 + get_num_groups(0) * 10 + get_local_size(0) + 10000 * get_enqueued_local_size(0);
+}";
+
+fn case(name: &'static str, source: &'static str, kernel: &'static str, work_dim: u32) -> Case {
+    Case {
+        name,
+        source,
+        headers: &[],
+        options: "",
+        kernel,
+        work_dim,
+        offset: [0; 3],
+        global: [1; 3],
+        local: [1; 3],
+        args: Vec::new(),
+    }
+}
+
+cases! {
+    reduction_with_local_memory: Case {
+        offset: [24, 0, 0], global: [256, 1, 1], local: [16, 1, 1],
+        args: vec![Arg::In(bytes(&floats(256, 1))), Arg::Out(16 * 4), Arg::Local(16 * 4)],
+        ..case("reduction", REDUCE, "reduce", 1)
+    };
+    tiled_gemm_2d: Case {
+        offset: [8, 12, 0], global: [16, 16, 1], local: [4, 4, 1],
+        args: vec![Arg::In(bytes(&floats(16 * 8, 2))), Arg::In(bytes(&floats(8 * 16, 3))), Arg::Out(16 * 16 * 4), Arg::Val(bytes(&[8i32]))],
+        ..case("gemm", GEMM, "gemm", 2)
+    };
+    stencil_2d: Case {
+        offset: [3, 5, 0], global: [32, 24, 1], local: [8, 4, 1],
+        args: vec![Arg::In(bytes(&floats(32 * 24, 4))), Arg::Out(32 * 24 * 4)],
+        ..case("blur", BLUR, "blur", 2)
+    };
+    stencil_3d: Case {
+        offset: [1, 2, 3], global: [8, 8, 8], local: [4, 2, 2],
+        args: vec![Arg::In(bytes(&floats(512, 5))), Arg::Out(512 * 4)],
+        ..case("heat", HEAT, "heat", 3)
+    };
+    histogram_with_atomics: Case {
+        offset: [100, 0, 0], global: [64, 1, 1], local: [8, 1, 1],
+        args: vec![Arg::In(u32s(&data(1000, 6))), Arg::Val(bytes(&[1000u32])), Arg::Out(16 * 4)],
+        ..case("hist", HIST, "hist", 1)
+    };
+    helper_functions: Case {
+        offset: [2, 4, 0], global: [8, 12, 1], local: [4, 2, 1],
+        args: vec![Arg::Out(8 * 12 * 8)],
+        ..case("helpers", HELPERS, "helpers", 2)
+    };
+    kernel_calling_kernel: Case {
+        offset: [2, 4, 0], global: [8, 12, 1], local: [4, 2, 1],
+        args: vec![Arg::Out(8 * 12 * 8)],
+        ..case("outer", HELPERS, "outer", 2)
+    };
+    global_linear_id_3d: Case {
+        options: "-cl-std=CL3.0",
+        offset: [1, 1, 1], global: [4, 4, 8], local: [2, 2, 2],
+        args: vec![Arg::Out(4 * 4 * 8 * 4)],
+        ..case("linear", LINEAR, "linear", 3)
+    };
+    dimensions_out_of_range: Case {
+        offset: [40, 0, 0], global: [32, 1, 1], local: [4, 1, 1],
+        args: vec![Arg::Out(32 * 8 * 8), Arg::Val(bytes(&[1u32])), Arg::Val(bytes(&[2u32]))],
+        ..case("dims", DIMS, "dims", 1)
+    };
+    attributes_and_prototypes: Case {
+        offset: [16, 0, 0], global: [64, 1, 1], local: [8, 1, 1],
+        args: vec![Arg::Out(64 * 4)],
+        ..case("attrs", ATTRS, "attrs", 1)
+    };
+    attributes_after: Case {
+        offset: [16, 0, 0], global: [64, 1, 1], local: [8, 1, 1],
+        args: vec![Arg::Out(64 * 4)],
+        ..case("attrs_after", ATTRS, "attrs_after", 1)
+    };
+    macros_and_continuations: Case {
+        offset: [5, 0, 0], global: [40, 1, 1], local: [4, 1, 1],
+        args: vec![Arg::Out(40 * 4)],
+        ..case("macros", MACROS, "macros", 1)
+    };
+    helper_in_header: Case {
+        headers: &[("geom.h", GEOM_H)],
+        offset: [9, 0, 0], global: [24, 1, 1], local: [4, 1, 1],
+        args: vec![Arg::Out(24 * 4)],
+        ..case("with_header", WITH_HEADER, "with_header", 1)
+    };
+}
+
+/// Non-uniform work-groups (OpenCL 2.0+): the last group is partial, and so is the last
+/// slice. Skipped where the device does not support them.
+#[test]
+fn non_uniform_work_groups() {
+    let cl = Cl::get();
+    let mut support: cl_bool = 0;
+    // SAFETY: a cl_bool out value.
+    let rc = unsafe {
+        clGetDeviceInfo(
+            cl.device,
+            CL_DEVICE_NON_UNIFORM_WORK_GROUP_SUPPORT,
+            std::mem::size_of::<cl_bool>(),
+            &mut support as *mut cl_bool as *mut c_void,
+            null_mut(),
+        )
+    };
+    if rc != CL_SUCCESS || support == 0 {
+        eprintln!("non-uniform work-groups not supported; skipped");
+        return;
+    }
+    check(&Case {
+        options: "-cl-std=CL3.0",
+        offset: [3, 0, 0],
+        global: [50, 1, 1],
+        local: [8, 1, 1],
+        args: vec![Arg::Out(50 * 4)],
+        ..case("non_uniform", NON_UNIFORM, "non_uniform", 1)
+    });
+}
+
+/// Past dimension 2 the spec's values hold too (group id and offset 0, sizes 1). Checked
+/// against the spec rather than the vendor: PoCL answers 0 for the sizes there.
+#[test]
+fn dimensions_past_the_third_follow_the_spec() {
+    let cl = Cl::get();
+    let c = Case {
+        offset: [40, 0, 0],
+        global: [32, 1, 1],
+        local: [4, 1, 1],
+        args: vec![
+            Arg::Out(32 * 8 * 8),
+            Arg::Val(bytes(&[3u32])),
+            Arg::Val(bytes(&[u32::MAX])),
+        ],
+        ..case("dims", DIMS, "dims", 1)
+    };
+    let rewritten = rewrite(&analyse_with_options(c.source, &[], "")).expect("rewrite");
+    let program = cl.build(&rewritten.source, &[], "").expect("build");
+    let out = run(&c, program, Some(3), &slices(&c));
+    let words: Vec<u64> = out[0]
+        .chunks(8)
+        .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))
+        .collect();
+    for (i, item) in words.chunks(8).enumerate() {
+        // group id + 10 * groups + 100 * global size + 1000 * offset, for dimensions 3 and 2^32-1.
+        assert_eq!(item[2..4], [110, 110], "work-item {i}");
+        assert_eq!(item[0], i as u64 / 4 + 100 * 8, "work-item {i}");
+    }
+    // SAFETY: our program, no longer used.
+    unsafe { clReleaseProgram(program) };
+}
+
+/// Variants of the cases' sources with harmless noise in random places (comments that name
+/// builtins, line splices inside tokens, blank lines, `#if 0` groups, unused macros): when
+/// the vendor builds a variant, the rewrite of it (if the rewrite accepts it) must build too.
+#[test]
+fn rewrites_of_noisy_variants_build() {
+    const NOISE: &[&str] = &[
+        " ",
+        "\n",
+        "/* get_group_id(0) */",
+        "\\\n",
+        "\n#if 0\nit's get_num_groups(0) {\n#endif\n",
+        "\n#define UNUSED_G get_global_size(0)\n",
+        "\n#define HELPER_G() get_global_offset(0)\n",
+    ];
+    let cl = Cl::get();
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut rand = |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let (mut built, mut rewritten) = (0, 0);
+    for round in 0..40 {
+        let base = [REDUCE, GEMM, HELPERS, ATTRS, MACROS][round % 5];
+        let mut src = base.to_string();
+        for _ in 0..3 {
+            // A splice may go anywhere, the rest between tokens (after white space).
+            let noise = NOISE[rand(NOISE.len())];
+            let at = rand(src.len());
+            let fits = noise == "\\\n" || src[..at].ends_with([' ', '\n']);
+            if src.is_char_boundary(at) && fits {
+                src.insert_str(at, noise);
+            }
+        }
+        let Ok(original) = cl.build(&src, &[], "") else {
+            continue;
+        };
+        built += 1;
+        // SAFETY: our program, no longer used.
+        unsafe { clReleaseProgram(original) };
+        let Some(r) = rewrite(&analyse_with_options(&src, &[], "")) else {
+            continue;
+        };
+        rewritten += 1;
+        match cl.build(&r.source, &[], "") {
+            // SAFETY: our program, no longer used.
+            Ok(p) => unsafe { clReleaseProgram(p) },
+            Err(log) => panic!(
+                "the rewrite of a variant does not build:\n{log}\n{src}\n---\n{}",
+                r.source
+            ),
+        };
+    }
+    assert!(
+        built >= 30 && rewritten >= 25,
+        "{built} variants built, {rewritten} rewritten"
+    );
+}
+
+/// The line of the first error in a build log (`<source>:LINE:COL: error: ...`).
+fn error_line(log: &str) -> usize {
+    let line = log
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or_else(|| panic!("no error in the build log:\n{log}"));
+    line.split(':')
+        .find_map(|f| f.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no line number in: {line}"))
+}
+
+#[test]
+fn build_errors_keep_their_line_numbers() {
+    let cl = Cl::get();
+    let src = "#define G \\\n  get_group_id(0)\n\nsize_t h(void) { return G; }\nkernel void broken(global int* o) {\n    o[0] = h();\n    o[1] = undefined_name;\n}\n";
+    let analysis = analyse_with_options(src, &[], "");
+    let rewritten = rewrite(&analysis).expect("rewrite");
+    assert_eq!(rewritten.kernels, [("broken".to_string(), 1)]);
+    let original = cl
+        .build(src, &[], "")
+        .expect_err("the original must fail to build");
+    let new = cl
+        .build(&rewritten.source, &[], "")
+        .expect_err("the rewrite must fail to build");
+    assert_eq!(error_line(&original), 7, "{original}");
+    assert_eq!(error_line(&new), 7, "{new}");
+}
