@@ -7,3 +7,4 @@ pub mod api;
 pub mod config;
 pub mod core;
 pub mod log;
+pub mod trace;

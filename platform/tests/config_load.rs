@@ -66,6 +66,14 @@ fn good_file_sets_every_key() {
     assert_eq!(c.sched.arbiter_timeout_ms, 250);
     assert_eq!(c.sched.shm_group.as_deref(), Some("gpu-users"));
     assert_eq!(
+        c.trace.dir.as_deref(),
+        Some(Path::new("/tmp/softpreempt-trace"))
+    );
+    assert_eq!(
+        c.trace.profile.as_deref(),
+        Some(Path::new("/tmp/softpreempt-profile.jsonl"))
+    );
+    assert_eq!(
         c.rule,
         vec![
             Rule {

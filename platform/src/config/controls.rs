@@ -300,6 +300,26 @@ controls! {
         shm_dir: PathBuf = PathBuf::from("/dev/shm"), expect "a directory path",
             env "SOFTPREEMPT_SHM_DIR", example r#"shm_dir = "/dev/shm""#;
     }
+
+    /// Tracing and profiling, for looking at what the scheduler did. Both are
+    /// off by default and cost nothing then.
+    [trace] TraceConfig {
+        /// Directory for timeline traces: every process writes
+        /// `softpreempt-<pid>.json` there (Chrome trace event format, with its
+        /// slices, grants, waits and preemptions). Join them into one timeline
+        /// for Perfetto with `softpreempt trace merge DIR -o FILE`. Unset: no
+        /// trace.
+        dir: Option<PathBuf> = None, expect "a directory path",
+            env "SOFTPREEMPT_TRACE", example r#"dir = "/tmp/softpreempt-trace""#,
+            valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
+        /// File that per-kernel statistics (launches, slices, total and mean
+        /// device time, by kernel name and priority) are appended to, one JSON
+        /// line per kernel, when a process exits or releases its last queue.
+        /// Unset: no profile.
+        profile: Option<PathBuf> = None, expect "a file path",
+            env "SOFTPREEMPT_PROFILE", example r#"profile = "/tmp/softpreempt-profile.jsonl""#,
+            valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
+    }
 }
 
 /// Keys of one `[[rule]]` table.

@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use once_cell::sync::OnceCell;
 use toml::de::DeTable;
 
-pub use controls::{Config, Control, SchedConfig, Section, SubKey, CONTROLS, RULE_KEYS, SECTIONS};
+pub use controls::{
+    Config, Control, SchedConfig, Section, SubKey, TraceConfig, CONTROLS, RULE_KEYS, SECTIONS,
+};
 pub use docs::{render_example_toml, render_reference_markdown};
 pub use types::{ControlValue, Level, Priority, Rule, SafeBinary, SliceMode};
 
