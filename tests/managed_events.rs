@@ -137,29 +137,30 @@ fn sliced_launch_has_one_exact_event() {
 #[test]
 fn profiling_before_completion_and_without_profiling_is_refused_like_bare() {
     let _g = setup();
+    let mut answers = Vec::new();
     for env in [Env::new(bare_platform()), Env::sp()] {
         let out = env.buffer(64 * 4);
         let u = user_event(&env);
         let ev = fill(&env, env.queue, out, 64, 1, &[u]);
-        assert_eq!(
-            mc::profiling(ev, CL_PROFILING_COMMAND_END),
-            Err(CL_PROFILING_INFO_NOT_AVAILABLE),
-            "not complete yet"
-        );
+        // The spec says CL_PROFILING_INFO_NOT_AVAILABLE before completion (PoCL); NVIDIA
+        // answers 0. Either way, the same as the bare driver.
+        let early = mc::profiling(ev, CL_PROFILING_COMMAND_END).map(|_| ());
         // SAFETY: our user event.
         ok(unsafe { clSetUserEventStatus(u, CL_COMPLETE) });
         wait(&[ev]);
-        assert!(mc::profiling(ev, CL_PROFILING_COMMAND_END).is_ok());
+        let done = mc::profiling(ev, CL_PROFILING_COMMAND_END).is_ok();
         // A deferred event is not a user event to the application.
         // SAFETY: a live event.
-        assert_eq!(
-            unsafe { clSetUserEventStatus(ev, CL_COMPLETE) },
-            CL_INVALID_EVENT
-        );
+        let set = unsafe { clSetUserEventStatus(ev, CL_COMPLETE) };
+        answers.push((early, done, set));
         release(ev);
         release(u);
         mc::release_mems(&[out]);
     }
+    assert_eq!(
+        answers[0], answers[1],
+        "bare vs SoftPreempt (before completion, after, set status)"
+    );
 }
 
 static CALLS: Mutex<Vec<(usize, cl_int, usize)>> = Mutex::new(Vec::new());

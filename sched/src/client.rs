@@ -24,6 +24,8 @@ struct Shared {
     /// open file description (`seg.file`), which would not exclude our own threads.
     reclaim: Mutex<()>,
     liveness_interval_ns: u64,
+    /// CLOCK_MONOTONIC ns of the last liveness sweep made outside `acquire`.
+    last_sweep_ns: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -101,6 +103,7 @@ impl Arbiter {
                 reclaim: Mutex::new(()),
                 liveness_interval_ns: opts.liveness_interval.as_nanos().min(u64::MAX as u128)
                     as u64,
+                last_sweep_ns: Default::default(),
             }),
         })
     }
@@ -368,8 +371,27 @@ impl Client {
 
     /// Is a strictly higher priority registered on this device (even idle)? The caller
     /// slices launches only then.
+    ///
+    /// A higher client that died stays registered until someone reclaims its slot, and
+    /// nobody waits for a client without demand: so while the answer is yes, dead peers
+    /// are swept once per liveness interval here, or a crashed high-priority process
+    /// would keep every lower one slicing for ever.
     pub fn higher_priority_registered(&self) -> bool {
-        self.shared.view().higher_registered(self.slot, self.pri)
+        let sh = &*self.shared;
+        if !sh.view().higher_registered(self.slot, self.pri) {
+            return false;
+        }
+        let now = liveness::now_ns();
+        let last = sh.last_sweep_ns.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < sh.liveness_interval_ns
+            || sh
+                .last_sweep_ns
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return true;
+        }
+        sh.reclaim_dead(Some(self.slot)) == 0 || sh.view().higher_registered(self.slot, self.pri)
     }
 
     /// Is a strictly lower priority registered on this device (even idle)? A client that

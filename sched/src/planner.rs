@@ -140,10 +140,22 @@ pub fn slice_at(range: &NdRange, first_row: u64, rows: u64) -> Option<Slice> {
     })
 }
 
-/// Exponentially weighted moving average of ns per work-group, for one (kernel, device).
+/// How long a slice of a given size takes, for one (kernel, device): an exponentially
+/// weighted least-squares fit of `ns = overhead + per_wg * work_groups`.
+///
+/// The intercept matters: a launch costs tens of microseconds however small it is (on
+/// NVIDIA's OpenCL driver about 40 µs from submission to completion), and a model without
+/// it reads a small slice's overhead as work-group cost, so it keeps slices small for ever.
+/// With one slice size only there is no fit: the cost is then taken as all per-group
+/// (`ns / work_groups`), which errs towards smaller slices.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TimingModel {
-    ns_per_wg: f64,
+    /// Decayed sums: weight, x, y, x², xy (x = work-groups, y = ns).
+    w: f64,
+    sx: f64,
+    sy: f64,
+    sxx: f64,
+    sxy: f64,
     samples: u64,
     alpha: f64,
 }
@@ -158,23 +170,32 @@ impl TimingModel {
     /// A model with no data; `alpha` (0..=1) is the weight of a new observation.
     pub fn new(alpha: f64) -> Self {
         TimingModel {
-            ns_per_wg: 0.0,
+            w: 0.0,
+            sx: 0.0,
+            sy: 0.0,
+            sxx: 0.0,
+            sxy: 0.0,
             samples: 0,
             alpha: alpha.clamp(0.01, 1.0),
         }
     }
 
-    /// Records that `work_groups` groups took `ns` (from profiling events).
+    /// Records that `work_groups` groups took `ns`.
     pub fn observe(&mut self, work_groups: u64, ns: u64) {
         if work_groups == 0 {
             return;
         }
-        let per = ns as f64 / work_groups as f64;
-        self.ns_per_wg = if self.samples == 0 {
-            per
+        let (x, y) = (work_groups as f64, ns as f64);
+        let keep = if self.samples == 0 {
+            0.0
         } else {
-            self.alpha * per + (1.0 - self.alpha) * self.ns_per_wg
+            1.0 - self.alpha
         };
+        self.w = self.w * keep + 1.0;
+        self.sx = self.sx * keep + x;
+        self.sy = self.sy * keep + y;
+        self.sxx = self.sxx * keep + x * x;
+        self.sxy = self.sxy * keep + x * y;
         self.samples += 1;
     }
 
@@ -183,15 +204,34 @@ impl TimingModel {
         self.samples
     }
 
+    /// The fitted (overhead ns, ns per work-group), once there is data.
+    pub fn fit(&self) -> Option<(f64, f64)> {
+        if self.samples == 0 || self.sx <= 0.0 {
+            return None;
+        }
+        let (mx, my) = (self.sx / self.w, self.sy / self.w);
+        let var = self.sxx / self.w - mx * mx;
+        let cov = self.sxy / self.w - mx * my;
+        // Sizes must differ by a few percent for the slope to mean anything.
+        if var > 0.0025 * mx * mx {
+            let slope = cov / var;
+            let overhead = my - slope * mx;
+            if slope > 0.0 && overhead >= 0.0 {
+                return Some((overhead, slope));
+            }
+        }
+        Some((0.0, my / mx))
+    }
+
     /// Estimated ns per work-group, once there is data.
     pub fn ns_per_wg(&self) -> Option<f64> {
-        (self.samples > 0).then_some(self.ns_per_wg)
+        self.fit().map(|(_, b)| b)
     }
 
     /// Predicted ns for `work_groups` groups, once there is data.
     pub fn predict(&self, work_groups: u64) -> Option<u64> {
-        self.ns_per_wg()
-            .map(|p| (p * work_groups as f64).min(u64::MAX as f64) as u64)
+        self.fit()
+            .map(|(a, b)| (a + b * work_groups as f64).min(u64::MAX as f64) as u64)
     }
 }
 
@@ -220,15 +260,23 @@ impl<K: Hash + Eq> TimingTable<K> {
     }
 }
 
-/// Rows per slice that the model predicts fit in `target_ns` (at least 1); `None` without
-/// data.
+/// Rows per slice that the model predicts fit in `target_ns` (at least 1), rounded down to
+/// a power of two; `None` without data.
+///
+/// The rounding keeps the set of slice shapes small: vendors that compile or tune per
+/// launch shape (PoCL builds a work-group function per local size it picks for a NULL
+/// local size) would otherwise meet a new shape at almost every slice.
 pub fn rows_for_target(range: &NdRange, model: &TimingModel, target_ns: u64) -> Option<u64> {
-    let per_wg = model.ns_per_wg()?;
+    let (overhead, per_wg) = model.fit()?;
     let per_row = per_wg * range.groups_per_row() as f64;
     if per_row <= 0.0 || !per_row.is_finite() {
         return Some(range.rows().max(1));
     }
-    Some(((target_ns as f64 / per_row).floor() as u64).max(1))
+    // The work part gets what the fixed cost leaves, but at least half the target: a
+    // device whose launch overhead exceeds the target still gets useful slices.
+    let budget = target_ns as f64 - overhead.min(target_ns as f64 / 2.0);
+    let rows = ((budget / per_row).floor() as u64).max(1);
+    Some(1 << rows.ilog2())
 }
 
 /// Plans the next slice after `rows_done` rows. Without model data it takes
@@ -342,9 +390,27 @@ mod tests {
             .collect();
         assert_eq!(rows, vec![1, 2, 4, 8]);
         m.observe(8, 8_000); // 1 µs per work-group
+                             // 1000 rows fit; rounded down to a power of two.
         let s = p.next_slice(&m, 1_000_000).unwrap();
-        assert_eq!(s.rows, 1000);
+        assert_eq!(s.rows, 512);
         assert_eq!(m.predict(1000), Some(1_000_000));
+    }
+
+    #[test]
+    fn launch_overhead_is_fitted_apart_from_work() {
+        // 40 µs per launch plus 1 µs per work-group.
+        let mut m = TimingModel::default();
+        for wg in [1u64, 2, 4, 8, 16, 32, 64] {
+            m.observe(wg, 40_000 + 1_000 * wg);
+        }
+        let (a, b) = m.fit().unwrap();
+        assert!(
+            (a - 40_000.0).abs() < 1.0 && (b - 1_000.0).abs() < 0.01,
+            "{a} {b}"
+        );
+        let r = NdRange::new(1, &[], &[1 << 20], &[64]).unwrap();
+        // 200 µs target: 160 µs of work fit, 128 after rounding down.
+        assert_eq!(rows_for_target(&r, &m, 200_000), Some(128));
     }
 
     #[test]
@@ -353,7 +419,8 @@ mod tests {
         assert_eq!(m.predict(1), None);
         m.observe(10, 1000);
         m.observe(10, 3000);
-        assert_eq!(m.ns_per_wg(), Some(200.0));
+        // Weights 1/3 and 2/3 (decayed sums): 100 and 300 ns per group.
+        assert!((m.ns_per_wg().unwrap() - 700.0 / 3.0).abs() < 1e-9);
         let mut t: TimingTable<(&str, u32)> = TimingTable::new();
         t.observe(("k", 0), 1, 5);
         assert_eq!(t.get(&("k", 0)).samples(), 1);

@@ -29,7 +29,18 @@ pub fn wait_for_events(num_events: cl_uint, event_list: *const cl_event) -> CLRe
         }
     }
     let vt = first.inner.vt;
-    vtry!(vt, clWaitForEvents(list.len(), list.ptr()))
+    vtry!(vt, clWaitForEvents(list.len(), list.ptr()))?;
+    // "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the execution status of any of the
+    // events in event_list is a negative integer value." A deferred command's event is a
+    // vendor user event inside, for which a vendor may not say so (NVIDIA does not).
+    for &e in events {
+        if let Some(d) = &Obj::<Event>::check(e)?.get().deferred {
+            if d.status() < 0 {
+                return Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+            }
+        }
+    }
+    Ok(())
 }
 
 pub fn get_event_info(
@@ -60,7 +71,7 @@ pub fn get_event_info(
         CL_EVENT_CONTEXT => bytes_of(&e.context.handle()).to_vec(),
         // A deferred command's inner event is a vendor user event standing in for it.
         CL_EVENT_COMMAND_TYPE if e.deferred.is_some() => {
-            bytes_of(&e.deferred.as_ref().map_or(0, |d| d.kind)).to_vec()
+            bytes_of(&e.deferred.as_ref().map_or(0, |d| d.command_type())).to_vec()
         }
         CL_EVENT_COMMAND_EXECUTION_STATUS if e.deferred.is_some() => {
             bytes_of(&e.deferred.as_ref().map_or(0, |d| d.status())).to_vec()

@@ -32,7 +32,15 @@ pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static 
     let inner = program.get().inner.child(inner);
     let arg_kinds = arg_kinds(&inner);
     let held_args = Mutex::new(vec![None; arg_kinds.len()]);
-    let sliceable = sliceability(program.get(), &inner);
+    let name: std::sync::Arc<str> = fetch_info(|s, v, r| match inner.vt.clGetKernelInfo {
+        // SAFETY: the vendor's query on its own kernel, buffers sized by fetch_info.
+        Some(f) => unsafe { f(inner.h, CL_KERNEL_FUNCTION_NAME, s, v, r) },
+        None => CL_INVALID_OPERATION,
+    })
+    .map(|b| info_string(&b))
+    .unwrap_or_default()
+    .into();
+    let sliceable = sliceability(program.get(), &name);
     new_obj(Kernel {
         inner,
         program: program.hold(),
@@ -40,21 +48,15 @@ pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static 
         args_set: ArgBits::new(arg_kinds.len()),
         null_mems: ArgBits::new(arg_kinds.len()),
         arg_kinds,
+        name,
         sliceable,
     })
 }
 
 /// Whether the new kernel may be sliced (rule 5), logged once per kernel name when not.
-fn sliceability(program: &Program, k: &Inner<cl_kernel>) -> Sliceable {
-    let name = fetch_info(|s, v, r| match k.vt.clGetKernelInfo {
-        // SAFETY: the vendor's query on its own kernel, buffers sized by fetch_info.
-        Some(f) => unsafe { f(k.h, CL_KERNEL_FUNCTION_NAME, s, v, r) },
-        None => CL_INVALID_OPERATION,
-    })
-    .map(|b| info_string(&b))
-    .unwrap_or_default();
+fn sliceability(program: &Program, name: &str) -> Sliceable {
     let origin = program.origin.lock().unwrap_or_else(|e| e.into_inner());
-    let s = crate::core::sliceable::of_kernel(&origin, &name);
+    let s = crate::core::sliceable::of_kernel(&origin, name);
     if let Sliceable::No(why) = &s {
         crate::info_once!(
             format!("unsliceable:{name}"),
@@ -149,6 +151,7 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         args_set: k.args_set.copy(),
         null_mems: k.null_mems.copy(),
         arg_kinds: k.arg_kinds.clone(),
+        name: k.name.clone(),
         sliceable: k.sliceable.clone(),
     })
     .handle())

@@ -67,6 +67,8 @@ pub struct Kernel {
     /// What each argument holds, from the vendor's argument metadata (one entry per
     /// argument); decides which `clSetKernelArg` values are handles to unwrap.
     pub arg_kinds: Box<[ArgKind]>,
+    /// The kernel function's name (for traces and profiles).
+    pub name: std::sync::Arc<str>,
     /// Whether launches of this kernel may be cut into slices (rule 5).
     pub sliceable: Sliceable,
     /// Which arguments have been set: a launch is deferred only when all are, since the

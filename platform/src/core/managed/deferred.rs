@@ -247,6 +247,28 @@ impl Deferred {
         }
     }
 
+    /// `CL_EVENT_COMMAND_TYPE`: the vendor's answer for the first piece once it exists (a
+    /// vendor may use its own values), else the application's command's type.
+    pub fn command_type(&self) -> cl_command_type {
+        let Some(e) = self.lock().first else {
+            return self.kind;
+        };
+        let mut t: cl_command_type = self.kind;
+        if let Some(f) = self.user.vt.clGetEventInfo {
+            // SAFETY: a cl_command_type-sized answer into a local.
+            unsafe {
+                f(
+                    e,
+                    CL_EVENT_COMMAND_TYPE,
+                    std::mem::size_of::<cl_command_type>(),
+                    &mut t as *mut cl_command_type as *mut c_void,
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+        t
+    }
+
     /// Profiling: START from the first piece, END and COMPLETE from the last; QUEUED is the
     /// application's enqueue, SUBMIT the first piece's.
     pub fn profiling(&self, what: cl_profiling_info) -> CLResult<u64> {
@@ -255,15 +277,16 @@ impl Deferred {
             // set for the command-queue"
             return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
         }
-        let (first, last) = {
+        let (first, last, done) = {
             let p = self.lock();
-            if !p.done {
-                // "CL_PROFILING_INFO_NOT_AVAILABLE if ... the execution status of the command
-                // identified by event is not CL_COMPLETE."
-                return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
-            }
-            (p.first, p.last)
+            (p.first, p.last, p.done)
         };
+        if !done && last.is_none() {
+            // "CL_PROFILING_INFO_NOT_AVAILABLE if ... the execution status of the command
+            // identified by event is not CL_COMPLETE." (Once pieces exist, the vendor's own
+            // answer for them is given, whatever it does before completion.)
+            return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
+        }
         let (first, last) = first.zip(last).ok_or(CL_PROFILING_INFO_NOT_AVAILABLE)?;
         let vt = self.user.vt;
         match what {

@@ -202,5 +202,6 @@ pub fn build(
         unit,
         sliceable,
         key: (k.inner.h as usize, device.h as usize),
+        name: k.name.clone(),
     }
 }

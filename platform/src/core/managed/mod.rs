@@ -102,6 +102,8 @@ pub struct Managed {
     pub in_order: bool,
     /// The device, for slicing decisions (work-group limits).
     pub device: Inner<cl_device_id>,
+    /// The queue's name in traces and `softpreempt status`.
+    pub label: String,
     /// Deferred events handed out and not yet known complete (settled by `finish`).
     open_events: Mutex<Vec<std::sync::Weak<Deferred>>>,
 }
@@ -139,6 +141,9 @@ impl Managed {
     ) -> Arc<Managed> {
         let cfg = config::config();
         let priority = arbiter::queue_priority(hint);
+        if crate::trace::enabled() {
+            crate::trace::name_queue(label, &priority.to_string());
+        }
         let arbiter = arbiter::arbiter_for(device);
         // The segment's creator fixed the in-flight limit every client obeys.
         let segment_inflight = arbiter
@@ -176,6 +181,7 @@ impl Managed {
             profiling,
             in_order: !out_of_order,
             device: device.inner.clone(),
+            label: label.to_string(),
             open_events: Mutex::new(Vec::new()),
         })
     }
@@ -189,6 +195,10 @@ impl Managed {
     /// priority is registered on the device (then every kernel piece needs a grant).
     pub fn must_defer(&self) -> bool {
         if self.pending.load(Ordering::Acquire) > 0 {
+            return true;
+        }
+        // Traces and profiles see launches only in the submitter.
+        if crate::trace::enabled() || crate::trace::profile::enabled() {
             return true;
         }
         let Some(c) = &self.client else { return false };

@@ -66,6 +66,8 @@ pub struct Launch {
     pub sliceable: bool,
     /// The timing model's key.
     pub key: ModelKey,
+    /// The kernel's name, for traces and profiles.
+    pub name: std::sync::Arc<str>,
 }
 
 /// A timing model's key: the application's kernel and the device (inner handles).
@@ -80,6 +82,9 @@ fn model(key: &ModelKey) -> TimingModel {
 
 /// A piece on the vendor queue, not yet retired.
 struct InFlight {
+    /// The launch's kernel name, and whether this is its last piece (then: how many).
+    kernel: std::sync::Arc<str>,
+    last_of: Option<u64>,
     event: cl_event,
     token: Option<GrantToken>,
     submitted_ns: u64,
@@ -91,6 +96,8 @@ struct Submitter {
     m: Arc<Managed>,
     window: VecDeque<InFlight>,
     last_retired_ns: u64,
+    /// Device time of the pieces of the launch being retired so far (for profiles).
+    launch_ns: u64,
 }
 
 /// The thread body.
@@ -99,6 +106,7 @@ pub fn run(m: Arc<Managed>) {
         m,
         window: VecDeque::new(),
         last_retired_ns: 0,
+        launch_ns: 0,
     };
     loop {
         let cmd = {
@@ -135,6 +143,9 @@ pub fn run(m: Arc<Managed>) {
         s.m.cv.notify_all();
     }
     s.retire_all();
+    // The queue is gone: its events and profile lines reach their files now, not only at
+    // exit (which a long-running server may never reach).
+    crate::trace::flush();
 }
 
 /// Fallback when no thread can be started: submit everything now, in this thread.
@@ -143,6 +154,7 @@ pub fn run_now(m: &Arc<Managed>) {
         m: m.clone(),
         window: VecDeque::new(),
         last_retired_ns: 0,
+        launch_ns: 0,
     };
     loop {
         let Some(cmd) = s.m.lock().fifo.pop_front() else {
@@ -182,8 +194,25 @@ impl Submitter {
         wait_event(self.vt(), p.event);
         let now = monotonic_ns();
         // With two pieces in flight, the second starts when the first ends.
-        let took = now.saturating_sub(p.submitted_ns.max(self.last_retired_ns));
+        let started = p.submitted_ns.max(self.last_retired_ns);
+        let took = now.saturating_sub(started);
         self.last_retired_ns = now;
+        // Host-observed times, on the CLOCK_MONOTONIC every process shares: the device's
+        // own profiling clock would need the queue to have profiling on.
+        if crate::trace::enabled() {
+            crate::trace::slice(
+                &self.m.label,
+                &p.kernel,
+                started,
+                now,
+                &[("work_groups", p.work_groups.into())],
+            );
+        }
+        self.launch_ns += took;
+        if let Some(pieces) = p.last_of {
+            crate::trace::profile::launch(&p.kernel, &self.m.priority, pieces, self.launch_ns);
+            self.launch_ns = 0;
+        }
         if let Some(key) = p.key {
             MODELS
                 .lock()
@@ -210,7 +239,12 @@ impl Submitter {
         let timeout = Duration::from_millis(config::config().sched.arbiter_timeout_ms);
         loop {
             match c.acquire(timeout) {
-                Ok(g) => return Some(g.into_token()),
+                Ok(g) => {
+                    if crate::trace::enabled() {
+                        crate::trace::grant(&m.label, monotonic_ns(), g.is_share());
+                    }
+                    return Some(g.into_token());
+                }
                 Err(softpreempt_sched::SchedError::Timeout) => {
                     // Finished pieces free our in-flight budget while we wait.
                     if !self.window.is_empty() {
@@ -346,6 +380,8 @@ impl Submitter {
                 complete_on(d, ev);
             }
             release_event(self.vt(), ev);
+            // Not retired here, so its device time is unknown to the profile.
+            crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0);
             return Ok(());
         }
         let unit = l.local.unwrap_or(l.unit);
@@ -358,11 +394,17 @@ impl Submitter {
         );
         let mut planner = range.ok().filter(|_| l.sliceable).map(SlicePlanner::new);
         let mut first = true;
+        let mut pieces = 0u64;
+        let tracing = crate::trace::enabled();
         loop {
             if self.window.len() >= self.m.max_inflight {
                 self.retire_one();
             }
+            let asked_ns = if tracing { monotonic_ns() } else { 0 };
             let token = self.grant();
+            if tracing {
+                self.trace_wait(l, planner.as_ref(), asked_ns);
+            }
             // Decided per piece: a higher priority may have come or gone since the last one.
             let slicing = self.slicing();
             let piece = match planner.as_mut().filter(|_| slicing) {
@@ -406,6 +448,7 @@ impl Submitter {
                 }
             };
             first = false;
+            pieces += 1;
             let finished = !sliced || planner.as_ref().is_none_or(|p| p.is_done());
             if let Some(d) = d {
                 d.piece(ev);
@@ -415,6 +458,8 @@ impl Submitter {
             }
             let key = (wgs > 0).then_some(l.key);
             self.window.push_back(InFlight {
+                kernel: l.name.clone(),
+                last_of: finished.then_some(pieces),
                 event: ev,
                 token,
                 submitted_ns: monotonic_ns(),
@@ -424,6 +469,31 @@ impl Submitter {
             if finished {
                 return Ok(());
             }
+        }
+    }
+}
+
+impl Submitter {
+    /// Traces a wait for a grant that took long enough to be one (a higher priority held
+    /// the device); in the middle of a launch, that wait is a preemption.
+    fn trace_wait(&self, l: &Launch, planner: Option<&SlicePlanner>, asked_ns: u64) {
+        /// Shorter waits are the arbiter's own cost, not a wait for another client.
+        const WAITED_NS: u64 = 20_000;
+        let now = monotonic_ns();
+        if now.saturating_sub(asked_ns) < WAITED_NS {
+            return;
+        }
+        crate::trace::grant_wait(&self.m.label, asked_ns, now);
+        if let Some(p) = planner.filter(|p| p.rows_done() > 0 && !p.is_done()) {
+            crate::trace::preempted(
+                &self.m.label,
+                &l.name,
+                asked_ns,
+                &[
+                    ("rows_done", p.rows_done().into()),
+                    ("rows", p.range().rows().into()),
+                ],
+            );
         }
     }
 }
