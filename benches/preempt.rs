@@ -15,6 +15,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "preempt/plot.rs"]
+mod plot;
 
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, BufReader, Write};
@@ -27,6 +29,9 @@ const SPEC_ENV: &str = "SOFTPREEMPT_BENCH_SPEC";
 /// Prefix of the child's protocol lines on stdout.
 const MARK: &str = "@preempt ";
 
+/// The default `sched.target_slice_us` (a `corun-sp` row without `--target-us` ran at it).
+const DEFAULT_TARGET_US: u64 = 1000;
+
 fn main() {
     if child::run_from_env() {
         return;
@@ -38,6 +43,15 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(from) = &opts.plot_from {
+        let text = std::fs::read_to_string(from)
+            .unwrap_or_else(|e| fail(&format!("{}: {e}", from.display())));
+        let report: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| fail(&format!("{}: {e}", from.display())));
+        let dir = opts.plots.clone().unwrap_or_else(|| PathBuf::from("."));
+        plots(&report, &dir);
+        return;
+    }
     // The release library, when built, is what users install; children inherit this.
     let release = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libsoftpreempt.so");
     if std::env::var_os("SOFTPREEMPT_LIB").is_none() && release.exists() {
@@ -49,6 +63,38 @@ fn main() {
         let text = serde_json::to_string_pretty(&report).expect("report serializes");
         std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
+    if let Some(dir) = &opts.plots {
+        plots(
+            &serde_json::to_value(&report).expect("report serializes"),
+            dir,
+        );
+    }
+    // Every mode must have run: a failed mode fails the run (the smoke test relies on it).
+    let failed: Vec<&str> = report
+        .modes
+        .iter()
+        .filter(|m| m.error.is_some())
+        .map(|m| m.label.as_str())
+        .collect();
+    if !failed.is_empty() {
+        fail(&format!("modes failed: {}", failed.join(", ")));
+    }
+}
+
+fn plots(report: &serde_json::Value, dir: &Path) {
+    match plot::write_all(report, dir, DEFAULT_TARGET_US) {
+        Ok(files) => {
+            for f in files {
+                eprintln!("wrote {}", f.display());
+            }
+        }
+        Err(e) => fail(&format!("plots: {e}")),
+    }
+}
+
+fn fail(msg: &str) -> ! {
+    eprintln!("preempt: {msg}");
+    std::process::exit(1);
 }
 
 const USAGE: &str = "\
@@ -60,6 +106,7 @@ usage: preempt [FLAGS]
   --hp-burst N       kernels per HP request, run back to back (default 1)
   --lp-depth N       LP launches kept queued (default 2)
   --lp-items N       LP global size (default: by device type and compute units)
+  --lp-kernel KIND   compute (a chain of FMAs) or memory (streams a large buffer)
   --hp-items N       HP global size (default: by device type and compute units)
   --target-us LIST   [sched] target_slice_us, e.g. 200,1000: one corun-sp mode each
   --max-inflight N   [sched] max_inflight for the SoftPreempt modes
@@ -67,6 +114,8 @@ usage: preempt [FLAGS]
                      lp-sp-idle-hp; also hp-alone-sp, corun-sp-noslice)
   --seed N           seed of the HP arrival sequence (the same in every mode)
   --json FILE        write all numbers (and every HP sample) as JSON
+  --plots DIR        draw PNG plots of the run into DIR
+  --plot-from FILE   no run: draw the plots of a saved --json report (into --plots DIR)
   --smoke            every mode for ~1 s with tiny kernels (CI)";
 
 // ---------------------------------------------------------------------------------------
@@ -83,12 +132,17 @@ pub struct Options {
     pub lp_depth: usize,
     pub lp_items: Option<usize>,
     pub hp_items: Option<usize>,
+    pub lp_kernel: KernelKind,
     pub target_us: Vec<u64>,
     pub max_inflight: Option<u32>,
     pub modes: Vec<Mode>,
     pub seed: u64,
     #[serde(skip)]
     pub json: Option<PathBuf>,
+    #[serde(skip)]
+    pub plots: Option<PathBuf>,
+    #[serde(skip)]
+    pub plot_from: Option<PathBuf>,
     pub smoke: bool,
 }
 
@@ -103,11 +157,14 @@ impl Default for Options {
             lp_depth: 2,
             lp_items: None,
             hp_items: None,
+            lp_kernel: KernelKind::Compute,
             target_us: Vec::new(),
             max_inflight: None,
             modes: Mode::DEFAULT.to_vec(),
             seed: 0x5eed,
             json: None,
+            plots: None,
+            plot_from: None,
             smoke: false,
         }
     }
@@ -152,6 +209,9 @@ impl Options {
                 "--max-inflight" => o.max_inflight = Some(num(&flag, &value()?)?),
                 "--seed" => o.seed = num(&flag, &value()?)?,
                 "--json" => o.json = Some(PathBuf::from(value()?)),
+                "--plots" => o.plots = Some(PathBuf::from(value()?)),
+                "--plot-from" => o.plot_from = Some(PathBuf::from(value()?)),
+                "--lp-kernel" => o.lp_kernel = KernelKind::parse(&value()?)?,
                 "--target-us" => {
                     o.target_us = list(&value()?, |s| num(&flag, s))?;
                 }
@@ -342,6 +402,7 @@ pub enum Role {
         hp_us: f64,
         lp_items: Option<usize>,
         hp_items: Option<usize>,
+        lp_kind: KernelKind,
     },
     /// Keeps `depth` long launches queued until stopped.
     Lp {
@@ -362,11 +423,36 @@ pub enum Role {
     IdleHp { platform: Platform },
 }
 
-/// Size of one `spin` launch.
+/// What a benchmark kernel spends its time on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KernelKind {
+    /// A serial chain of FMAs per work-item (`spin`).
+    #[default]
+    Compute,
+    /// Strided reads of a buffer much larger than the caches (`stream`).
+    Memory,
+}
+
+impl KernelKind {
+    fn parse(s: &str) -> Result<KernelKind, String> {
+        match s {
+            "compute" => Ok(KernelKind::Compute),
+            "memory" => Ok(KernelKind::Memory),
+            _ => Err(format!(
+                "--lp-kernel: expected compute or memory, got '{s}'"
+            )),
+        }
+    }
+}
+
+/// Size of one benchmark launch.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct KernelSpec {
     pub items: usize,
     pub iters: u32,
+    #[serde(default)]
+    pub kind: KernelKind,
 }
 
 /// A child's message to the parent.
@@ -413,6 +499,14 @@ pub struct LpResult {
     pub seconds: f64,
     pub per_s: f64,
     pub arbiter: Option<ArbiterStats>,
+}
+
+impl LpResult {
+    /// Pieces the LP submitted per second of the measurement (through SoftPreempt only).
+    fn slices_per_s(&self) -> Option<f64> {
+        let a = self.arbiter.as_ref()?;
+        (self.seconds > 0.0).then(|| a.slices as f64 / self.seconds)
+    }
 }
 
 /// This process's clients in the arbiter segments of the run (`None`: not registered,
@@ -698,6 +792,7 @@ fn calibrate(o: &Options, launcher: &Launcher, root: &Path) -> Result<Calibratio
         hp_us: o.hp_us,
         lp_items: o.lp_items,
         hp_items: o.hp_items,
+        lp_kind: o.lp_kernel,
     };
     let run = RunDir::new(root, 0, &Sched::default());
     let mut child = Child::spawn("calibrate", launcher, &role, &run, "normal")?;
@@ -813,17 +908,18 @@ impl Report {
             self.options.gap_ms
         );
         println!(
-            "{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>8}",
+            "{:<22} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10} {:>9} {:>9}",
             "mode",
             "HP n",
             "p50 ms",
+            "p90 ms",
             "p99 ms",
             "max ms",
             "q2s p99",
             "p99/alone",
             "LP launch/s",
             "LP/alone",
-            "slices"
+            "slices/s"
         );
         for m in &self.modes {
             println!("{}", m.row());
@@ -842,21 +938,19 @@ impl ModeResult {
         };
         let hp = self.hp.as_ref();
         let lp = self.lp.as_ref();
-        let slices = lp
-            .and_then(|l| l.arbiter.as_ref())
-            .map_or("-".into(), |a| a.slices.to_string());
         format!(
-            "{:<22} {:>5} {:>9} {:>9} {:>9} {:>9} {:>10} {:>11} {:>9} {:>8}",
+            "{:<22} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10} {:>9} {:>9}",
             self.label,
             hp.map_or("-".into(), |h| h.n.to_string()),
             f(hp.map(|h| h.p50_ms), 3),
+            f(hp.map(|h| h.p90_ms), 3),
             f(hp.map(|h| h.p99_ms), 3),
             f(hp.map(|h| h.max_ms), 3),
             f(hp.map(|h| h.queue_to_start_p99_ms), 3),
             f(self.hp_p99_vs_alone, 2),
             f(lp.map(|l| l.per_s), 2),
             f(self.lp_vs_alone, 4),
-            slices
+            f(lp.and_then(LpResult::slices_per_s), 0)
         )
     }
 }
@@ -884,8 +978,9 @@ pub mod child {
                 hp_us,
                 lp_items,
                 hp_items,
+                lp_kind,
             } => say(&Msg::Calibrated(calibrate(
-                lp_ms, hp_us, lp_items, hp_items,
+                lp_ms, hp_us, lp_items, hp_items, lp_kind,
             ))),
             Role::Lp {
                 platform,
@@ -918,61 +1013,120 @@ pub mod child {
         .expect("stdout");
     }
 
-    /// A compute-bound kernel: a serial chain of FMAs per work-item, so its length is
-    /// `iters` and its width `items`, and it reads only `get_global_id` (sliceable).
+    /// A compute-bound kernel: a serial chain of FMAs per work-item, so a work-item's
+    /// length is `iters`; it reads only `get_global_id` (sliceable). `out` is indexed
+    /// modulo its size (`omask`), so a launch may have far more work-items than it has.
     const SPIN_SRC: &str = "
-        __kernel void spin(__global float *out, uint iters) {
+        __kernel void spin(__global float *out, uint iters, uint omask) {
             size_t i = get_global_id(0);
             float a = (float)(i & 1023) * 1e-3f;
             float b = 1.0f - a * 1e-6f;
             for (uint k = 0; k < iters; ++k)
                 a = fma(a, b, 1e-7f);
-            out[i] = a;
+            out[i & omask] = a;
         }";
 
-    /// One queue with the `spin` kernel ready to launch over `items` work-items.
+    /// A memory-bound kernel: each work-item sums `iters` floats, one per pass over the
+    /// launch, so a pass reads `stride` consecutive floats (coalesced) and the passes
+    /// stream through a buffer far larger than the caches. Reads only `get_global_id`.
+    const STREAM_SRC: &str = "
+        __kernel void stream(__global float *out, uint iters, uint omask,
+                             __global const float *in, uint imask, uint stride) {
+            size_t i = get_global_id(0);
+            float acc = 0.0f;
+            for (uint k = 0; k < iters; ++k)
+                acc += in[(i + (size_t)k * stride) & imask];
+            out[i & omask] = acc;
+        }";
+
+    /// Most floats in a kernel's `out` (a power of two): 64 MiB.
+    const OUT_FLOATS: usize = 1 << 24;
+
+    /// Bytes of `stream`'s input: 256 MiB on a GPU (past any L2), 64 MiB on a CPU device.
+    fn stream_bytes(gpu: bool) -> usize {
+        if gpu {
+            256 << 20
+        } else {
+            64 << 20
+        }
+    }
+
+    /// One queue with a benchmark kernel ready to launch over `items` work-items; its
+    /// arguments 0 (`out`) and 1 (`iters`) are common to both kinds.
     struct Spin {
         env: Env,
         kernel: cl_kernel,
         out: cl_mem,
+        input: Option<cl_mem>,
         items: usize,
     }
 
+    fn set_arg<T>(kernel: cl_kernel, index: cl_uint, v: &T) {
+        // SAFETY: `v` is a live value of the size passed, of the type the kernel's
+        // argument `index` takes (the callers below match SPIN_SRC and STREAM_SRC).
+        ok(unsafe {
+            clSetKernelArg(
+                kernel,
+                index,
+                std::mem::size_of::<T>(),
+                v as *const T as *const c_void,
+            )
+        });
+    }
+
     impl Spin {
-        fn new(platform: Platform, items: usize) -> Spin {
+        fn new(platform: Platform, items: usize, kind: KernelKind) -> Spin {
             let env = Env::new(match platform {
                 Platform::Bare => bare_platform(),
                 Platform::Sp => sp_platform(),
             });
-            let kernel = env.kernel(env.program(SPIN_SRC), "spin");
-            let out = env.buffer(items * std::mem::size_of::<f32>());
-            // SAFETY: argument 0 is a `__global float *`, given a buffer of this context.
-            ok(unsafe {
-                clSetKernelArg(
-                    kernel,
-                    0,
-                    std::mem::size_of::<cl_mem>(),
-                    &out as *const cl_mem as *const c_void,
-                )
+            let (src, name) = match kind {
+                KernelKind::Compute => (SPIN_SRC, "spin"),
+                KernelKind::Memory => (STREAM_SRC, "stream"),
+            };
+            let kernel = env.kernel(env.program(src), name);
+            // The largest power of two not above `items`, at most OUT_FLOATS.
+            let out_floats = 1usize << items.min(OUT_FLOATS).max(1).ilog2();
+            let out = env.buffer(out_floats * std::mem::size_of::<f32>());
+            set_arg(kernel, 0, &out);
+            set_arg(kernel, 2, &((out_floats - 1) as cl_uint));
+            let input = (kind == KernelKind::Memory).then(|| {
+                let dtype: cl_device_type = device_info(env.device, CL_DEVICE_TYPE);
+                let bytes = stream_bytes(dtype & CL_DEVICE_TYPE_GPU as cl_device_type != 0);
+                let input = env.buffer(bytes);
+                let floats = bytes / std::mem::size_of::<f32>();
+                let one = 1.0f32;
+                // SAFETY: a pattern fill of the whole buffer, waited for by clFinish.
+                unsafe {
+                    ok(clEnqueueFillBuffer(
+                        env.queue,
+                        input,
+                        &one as *const f32 as *const c_void,
+                        std::mem::size_of::<f32>(),
+                        0,
+                        bytes,
+                        0,
+                        std::ptr::null(),
+                        std::ptr::null_mut(),
+                    ));
+                    ok(clFinish(env.queue));
+                }
+                set_arg(kernel, 3, &input);
+                set_arg(kernel, 4, &((floats - 1) as cl_uint));
+                set_arg(kernel, 5, &(items.min(u32::MAX as usize) as cl_uint));
+                input
             });
             Spin {
                 env,
                 kernel,
                 out,
+                input,
                 items,
             }
         }
 
         fn set_iters(&self, iters: u32) {
-            // SAFETY: argument 1 is a `uint`, given a live cl_uint.
-            ok(unsafe {
-                clSetKernelArg(
-                    self.kernel,
-                    1,
-                    std::mem::size_of::<cl_uint>(),
-                    &iters as *const cl_uint as *const c_void,
-                )
-            });
+            set_arg(self.kernel, 1, &(iters as cl_uint));
         }
 
         /// Enqueues one launch (NULL local size, as most applications do) and flushes it
@@ -1015,6 +1169,9 @@ pub mod child {
                 clFinish(self.env.queue);
                 clReleaseKernel(self.kernel);
                 clReleaseMemObject(self.out);
+                if let Some(m) = self.input {
+                    clReleaseMemObject(m);
+                }
             }
         }
     }
@@ -1071,6 +1228,7 @@ pub mod child {
         hp_us: f64,
         lp_items: Option<usize>,
         hp_items: Option<usize>,
+        lp_kind: KernelKind,
     ) -> Calibration {
         let platform = bare_platform();
         let dev = device(platform);
@@ -1083,26 +1241,74 @@ pub mod child {
         }));
         // A GPU needs several full waves to be saturated (2048 threads per SM on recent
         // NVIDIA parts); a CPU device needs enough work-groups to slice finely.
-        let per_cu = |gpu_n: usize, cpu_n: usize| cus as usize * if gpu { gpu_n } else { cpu_n };
-        let lp = Spin::new(Platform::Bare, lp_items.unwrap_or(per_cu(8192, 4096)));
-        let hp = Spin::new(Platform::Bare, hp_items.unwrap_or(per_cu(256, 64)));
-        let (lp_iters, lp_t) = size_iters(&lp, Duration::from_secs_f64(lp_ms / 1e3));
-        let (hp_iters, hp_t) = size_iters(&hp, Duration::from_secs_f64(hp_us / 1e6));
+        let lp_target = Duration::from_secs_f64(lp_ms / 1e3);
+        let hp_target = Duration::from_secs_f64(hp_us / 1e6);
+        let ((lp, lp_t), (hp, hp_t)) = if gpu {
+            // Enough work-items to fill every SM (2048 resident threads each on recent
+            // NVIDIA parts), so a wave is one pass over the whole device.
+            let wave = cus as usize * 2048;
+            (
+                size_waves(lp_kind, lp_items.unwrap_or(wave), lp_target),
+                size_waves(KernelKind::Compute, hp_items.unwrap_or(wave), hp_target),
+            )
+        } else {
+            // A CPU device runs work-items one after another in each work-group, so a
+            // work-item is short whatever the launch: only `iters` needs sizing.
+            let size = |kind, items: usize, target| {
+                let spin = Spin::new(Platform::Bare, items, kind);
+                let (iters, t) = size_iters(&spin, target);
+                (KernelSpec { items, iters, kind }, t)
+            };
+            (
+                size(lp_kind, lp_items.unwrap_or(cus as usize * 4096), lp_target),
+                size(
+                    KernelKind::Compute,
+                    hp_items.unwrap_or(cus as usize * 64),
+                    hp_target,
+                ),
+            )
+        };
         Calibration {
             device: name,
             gpu,
             compute_units: cus,
-            lp: KernelSpec {
-                items: lp.items,
-                iters: lp_iters,
-            },
-            hp: KernelSpec {
-                items: hp.items,
-                iters: hp_iters,
-            },
+            lp,
+            hp,
             lp_ms: lp_t.as_secs_f64() * 1e3,
             hp_ms: hp_t.as_secs_f64() * 1e3,
         }
+    }
+
+    /// Length of one wave of work-items on a GPU, in µs.
+    const WAVE_US: u64 = 50;
+
+    /// The GPU shape of a long kernel: many short work-items, as real long kernels have
+    /// (a GEMM or a convolution is thousands of short work-groups). One launch of `wave`
+    /// work-items is sized to take about [`WAVE_US`]; then the launch gets as many
+    /// waves as fill `target`. A kernel made of few long work-items instead could never
+    /// be sliced finer than one work-item's time.
+    fn size_waves(kind: KernelKind, wave: usize, target: Duration) -> (KernelSpec, Duration) {
+        let (iters, t_wave) = size_iters(
+            &Spin::new(Platform::Bare, wave, kind),
+            Duration::from_micros(WAVE_US),
+        );
+        let waves = |t: Duration| (target.as_secs_f64() / t.as_secs_f64()).max(1.0);
+        let mut items = (wave as f64 * waves(t_wave)) as usize;
+        let mut t = t_wave;
+        // The launch's time is close to linear in its work-items: refine twice, then
+        // measure what is kept.
+        for round in 0..3 {
+            let spin = Spin::new(Platform::Bare, items, kind);
+            spin.set_iters(iters);
+            let mut ts: Vec<Duration> = (0..3).map(|_| spin.time_once()).collect();
+            ts.sort();
+            t = ts[1].max(Duration::from_nanos(1));
+            if round < 2 {
+                items =
+                    ((items as f64 * target.as_secs_f64() / t.as_secs_f64()) as usize).max(wave);
+            }
+        }
+        (KernelSpec { items, iters, kind }, t)
     }
 
     /// The parent's commands, read from stdin by a helper thread: `go` starts the
@@ -1156,7 +1362,7 @@ pub mod child {
     /// rate is taken between the first and the last counted completion, so the partly
     /// done launches at either edge do not bias it.
     fn lp(platform: Platform, kernel: KernelSpec, depth: usize) -> LpResult {
-        let spin = Spin::new(platform, kernel.items);
+        let spin = Spin::new(platform, kernel.items, kernel.kind);
         spin.set_iters(kernel.iters);
         spin.time_once(); // builds lazily compiled code before the clock starts
         let ctl = Control::start();
@@ -1193,10 +1399,11 @@ pub mod child {
         LpResult {
             launches,
             seconds,
+            // Fewer than two completions in the window: the LP was starved.
             per_s: if seconds > 0.0 {
                 launches as f64 / seconds
             } else {
-                f64::NAN
+                0.0
             },
             arbiter: own_arbiter_stats(),
         }
@@ -1213,7 +1420,7 @@ pub mod child {
         duration_s: f64,
         seed: u64,
     ) -> HpResult {
-        let spin = Spin::new(platform, kernel.items);
+        let spin = Spin::new(platform, kernel.items, kernel.kind);
         spin.set_iters(kernel.iters);
         for _ in 0..3 {
             spin.time_once(); // lazily compiled code, first-touch of the buffer
@@ -1263,7 +1470,7 @@ pub mod child {
 
     /// A registered high-priority queue that has run one tiny kernel and stays idle.
     fn idle_hp(platform: Platform) {
-        let spin = Spin::new(platform, 1);
+        let spin = Spin::new(platform, 1, KernelKind::Compute);
         spin.set_iters(1);
         spin.time_once();
         let ctl = Control::start();

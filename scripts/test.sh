@@ -5,4 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo build --workspace --all-targets
+# The preemption benchmark's smoke mode: every mode for about a second on PoCL, plots
+# included, so the harness never rots (it exits non-zero if any mode fails).
+cargo test --bench preempt -- --smoke --json target/smoke/preempt.json --plots target/smoke
 cargo test --workspace -- --test-threads=2

@@ -142,8 +142,8 @@ fn profiling_before_completion_and_without_profiling_is_refused_like_bare() {
         let out = env.buffer(64 * 4);
         let u = user_event(&env);
         let ev = fill(&env, env.queue, out, 64, 1, &[u]);
-        // The spec says CL_PROFILING_INFO_NOT_AVAILABLE before completion (PoCL); NVIDIA
-        // answers 0. Either way, the same as the bare driver.
+        // The spec says CL_PROFILING_INFO_NOT_AVAILABLE before completion (PoCL does);
+        // NVIDIA answers CL_SUCCESS with 0.
         let early = mc::profiling(ev, CL_PROFILING_COMMAND_END).map(|_| ());
         // SAFETY: our user event.
         ok(unsafe { clSetUserEventStatus(u, CL_COMPLETE) });
@@ -157,9 +157,22 @@ fn profiling_before_completion_and_without_profiling_is_refused_like_bare() {
         release(u);
         mc::release_mems(&[out]);
     }
+    // "CL_PROFILING_INFO_NOT_AVAILABLE if ... the execution status of the command
+    // identified by event is not CL_COMPLETE"; clSetUserEventStatus: "CL_INVALID_EVENT if
+    // event is not a valid user event object". Where the bare driver answers as the spec
+    // says, SoftPreempt must answer the same; where it does not (NVIDIA accepts both
+    // calls), SoftPreempt still gives the spec's answer: its deferred event is a vendor
+    // user event inside, which the application must not be able to complete.
+    let spec = (Err(CL_PROFILING_INFO_NOT_AVAILABLE), true, CL_INVALID_EVENT);
+    let expected = if answers[0] == spec || mc::is_pocl() {
+        answers[0]
+    } else {
+        spec
+    };
     assert_eq!(
-        answers[0], answers[1],
-        "bare vs SoftPreempt (before completion, after, set status)"
+        answers[1], expected,
+        "SoftPreempt vs expected (before completion, after, set status); bare: {:?}",
+        answers[0]
     );
 }
 
@@ -354,9 +367,17 @@ fn failed_dependency_fails_the_deferred_command_like_bare() {
         release(u);
         mc::release_mems(&[out]);
     }
+    // NVIDIA reports 0x4003 for a marker, a value the spec does not define; a deferred
+    // marker that never reached the vendor (its dependency failed) reports the spec's
+    // CL_COMMAND_MARKER there.
+    let mut bare = results[0];
+    if !(CL_COMMAND_NDRANGE_KERNEL..=CL_COMMAND_SVM_UNMAP).contains(&bare.3) && !mc::is_pocl() {
+        bare.3 = CL_COMMAND_MARKER;
+    }
     assert_eq!(
-        results[0], results[1],
-        "bare vs SoftPreempt (wait rc, launch failed, marker failed, marker type)"
+        bare, results[1],
+        "bare vs SoftPreempt (wait rc, launch failed, marker failed, marker type); bare: {:?}",
+        results[0]
     );
 }
 

@@ -69,7 +69,13 @@ fn mine(dir: &Path) -> (u64, u64, u64, u64) {
 fn low(dir: &Path) {
     let env = Env::sp();
     let k = fill_kernel(&env);
-    let n = 64 * 512;
+    // Long enough to be cut into several 200 µs slices: a GPU runs this shape in
+    // microseconds, so it gets 128 times the work-items.
+    let n = if mc::is_gpu(&env) {
+        64 * 65536
+    } else {
+        64 * 512
+    };
     let out = env.buffer(n * 4);
     mc::arg(k, 0, out);
     mc::arg(k, 2, 1500u32);

@@ -352,3 +352,19 @@ pub fn check_fill(got: &[u32], start: usize, seed: u32, iters: u32) -> Option<St
     }
     None
 }
+
+/// Whether the vendor under test is PoCL (the default; `SOFTPREEMPT_TEST_VENDOR` names
+/// another). Where a vendor departs from the spec, tests pin PoCL's answers only.
+pub fn is_pocl() -> bool {
+    common::vendor_name().contains("Portable Computing Language")
+}
+
+/// Whether `env`'s device is a GPU (launches there are far faster than on PoCL's CPU
+/// device, so tests that need launches long enough to slice make them larger).
+pub fn is_gpu(env: &common::Env) -> bool {
+    // SAFETY: a valid device and a cl_device_type out value.
+    let t: cl_device_type = common::info_scalar(|s, v, r| unsafe {
+        clGetDeviceInfo(env.device, CL_DEVICE_TYPE, s, v, r)
+    });
+    t & CL_DEVICE_TYPE_GPU as cl_device_type != 0
+}
