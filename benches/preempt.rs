@@ -1086,7 +1086,7 @@ pub mod child {
             };
             let kernel = env.kernel(env.program(src), name);
             // The largest power of two not above `items`, at most OUT_FLOATS.
-            let out_floats = 1usize << items.min(OUT_FLOATS).max(1).ilog2();
+            let out_floats = 1usize << items.clamp(1, OUT_FLOATS).ilog2();
             let out = env.buffer(out_floats * std::mem::size_of::<f32>());
             set_arg(kernel, 0, &out);
             set_arg(kernel, 2, &((out_floats - 1) as cl_uint));
