@@ -110,6 +110,7 @@ usage: preempt [FLAGS]
   --hp-items N       HP global size (default: by device type and compute units)
   --target-us LIST   [sched] target_slice_us, e.g. 200,1000: one corun-sp mode each
   --max-inflight N   [sched] max_inflight for the SoftPreempt modes
+  --sched KEY=VALUE  one more [sched] line, e.g. hp_linger_us=0 (repeatable)
   --modes LIST       modes to run (default: hp-alone,corun-bare,corun-sp,lp-bare,lp-sp,
                      lp-sp-idle-hp; also hp-alone-sp, corun-sp-noslice)
   --seed N           seed of the HP arrival sequence (the same in every mode)
@@ -135,6 +136,8 @@ pub struct Options {
     pub lp_kernel: KernelKind,
     pub target_us: Vec<u64>,
     pub max_inflight: Option<u32>,
+    /// More `[sched]` lines (`KEY=VALUE`) for every mode's config file.
+    pub sched_extra: Vec<String>,
     pub modes: Vec<Mode>,
     pub seed: u64,
     #[serde(skip)]
@@ -160,6 +163,7 @@ impl Default for Options {
             lp_kernel: KernelKind::Compute,
             target_us: Vec::new(),
             max_inflight: None,
+            sched_extra: Vec::new(),
             modes: Mode::DEFAULT.to_vec(),
             seed: 0x5eed,
             json: None,
@@ -207,6 +211,11 @@ impl Options {
                 "--lp-items" => o.lp_items = Some(num(&flag, &value()?)?),
                 "--hp-items" => o.hp_items = Some(num(&flag, &value()?)?),
                 "--max-inflight" => o.max_inflight = Some(num(&flag, &value()?)?),
+                "--sched" => {
+                    let kv = value()?;
+                    let (k, v) = kv.split_once('=').ok_or("--sched takes KEY=VALUE")?;
+                    o.sched_extra.push(format!("{} = {}", k.trim(), v.trim()));
+                }
                 "--seed" => o.seed = num(&flag, &value()?)?,
                 "--json" => o.json = Some(PathBuf::from(value()?)),
                 "--plots" => o.plots = Some(PathBuf::from(value()?)),
@@ -335,6 +344,7 @@ pub struct Sched {
     pub slice: Option<&'static str>,
     pub target_slice_us: Option<u64>,
     pub max_inflight: Option<u32>,
+    pub extra: Vec<String>,
 }
 
 impl Sched {
@@ -349,6 +359,10 @@ impl Sched {
         if let Some(v) = self.max_inflight {
             s += &format!("max_inflight = {v}\n");
         }
+        for line in &self.extra {
+            s += line;
+            s.push('\n');
+        }
         s
     }
 }
@@ -357,6 +371,7 @@ impl Sched {
 pub fn plans(o: &Options) -> Vec<Plan> {
     let base = Sched {
         max_inflight: o.max_inflight,
+        extra: o.sched_extra.clone(),
         ..Sched::default()
     };
     let targets: Vec<Option<u64>> = if o.target_us.is_empty() {
@@ -479,6 +494,9 @@ pub struct Calibration {
 /// One HP request.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct HpSample {
+    /// CLOCK_MONOTONIC at the first enqueue, ns: the clock of SoftPreempt's traces, so a
+    /// slow request can be found on the `SOFTPREEMPT_TRACE` timeline.
+    pub start_ns: u64,
     /// Host clock, first enqueue to last completion, ms.
     pub turnaround_ms: f64,
     /// Device clock, first kernel QUEUED to START (profiling), ms: how long the HP work
@@ -847,6 +865,13 @@ fn run_mode(
         let mut c = Child::spawn("hp", launcher, &role, run, "high")?;
         c.expect_ready()?;
         hp = Some(c);
+    }
+    // In `contended` mode the LP's launches went to the device whole until the HP
+    // registered (just now); no scheduler can recall them. Measure once they have drained,
+    // so the figures are the steady state (in every co-run mode alike).
+    if lp.is_some() && hp.is_some() {
+        let drain_ms = o.lp_depth as f64 * cal.lp_ms * 1.5 + 20.0;
+        std::thread::sleep(Duration::from_secs_f64(drain_ms / 1e3));
     }
     for c in [&mut lp, &mut hp].into_iter().flatten() {
         c.go()?;
@@ -1293,7 +1318,7 @@ pub mod child {
             Duration::from_micros(WAVE_US),
         );
         let waves = |t: Duration| (target.as_secs_f64() / t.as_secs_f64()).max(1.0);
-        let mut items = (wave as f64 * waves(t_wave)) as usize;
+        let mut items = wave * waves(t_wave).round() as usize;
         let mut t = t_wave;
         // The launch's time is close to linear in its work-items: refine twice, then
         // measure what is kept.
@@ -1304,8 +1329,10 @@ pub mod child {
             ts.sort();
             t = ts[1].max(Duration::from_nanos(1));
             if round < 2 {
-                items =
-                    ((items as f64 * target.as_secs_f64() / t.as_secs_f64()) as usize).max(wave);
+                // A whole number of 1024-item blocks: with a NULL local size a vendor may
+                // otherwise pick a tiny work-group that divides an odd global size.
+                let scaled = items as f64 * target.as_secs_f64() / t.as_secs_f64();
+                items = ((scaled as usize) / 1024 * 1024).max(wave);
             }
         }
         (KernelSpec { items, iters, kind }, t)
@@ -1450,6 +1477,7 @@ pub mod child {
     }
 
     fn request(spin: &Spin, burst: u32) -> HpSample {
+        let start_ns = monotonic_ns();
         let t0 = Instant::now();
         let mut queue_to_start_ms = 0.0;
         for i in 0..burst {
@@ -1463,6 +1491,7 @@ pub mod child {
             release(ev);
         }
         HpSample {
+            start_ns,
             turnaround_ms: t0.elapsed().as_secs_f64() * 1e3,
             queue_to_start_ms,
         }
@@ -1498,6 +1527,16 @@ pub mod child {
             }
         }
         (a.clients > 0).then_some(a)
+    }
+
+    fn monotonic_ns() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec into a valid local.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
     }
 
     /// splitmix64: a small, seedable generator, so every mode sees the same arrivals.

@@ -28,6 +28,13 @@ pub fn wait_for_events(num_events: cl_uint, event_list: *const cl_event) -> CLRe
             return Err(CL_INVALID_CONTEXT);
         }
     }
+    // Deferred commands are waited for on their final vendor piece first (see
+    // `Deferred::wait`); their user events are set by then.
+    for &e in events {
+        if let Some(d) = &Obj::<Event>::check(e)?.get().deferred {
+            d.wait();
+        }
+    }
     let vt = first.inner.vt;
     vtry!(vt, clWaitForEvents(list.len(), list.ptr()))?;
     // "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the execution status of any of the

@@ -8,7 +8,8 @@
 //! profiling) is answered from here.
 
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use crate::core::callback::{event_notify, Callback, EventNotify};
 use crate::core::cl::*;
@@ -21,6 +22,8 @@ use crate::core::objects::Event;
 struct Pieces {
     first: Option<cl_event>,
     last: Option<cl_event>,
+    /// `last` is the command's final piece: its completion is the command's.
+    last_is_final: bool,
     done: bool,
     /// `CL_SUBMITTED`/`CL_RUNNING` callbacks registered before the first piece reached
     /// the vendor (a user event never passes through those states): (type, trampoline data).
@@ -38,6 +41,8 @@ pub struct Deferred {
     /// device clock from the host's (else QUEUED is the first piece's).
     queued_ns: Option<u64>,
     pieces: Mutex<Pieces>,
+    /// Signalled when the final piece is known or the event is set ([`Deferred::wait`]).
+    progress: Condvar,
 }
 
 // SAFETY: the vendor handles inside are thread-safe OpenCL objects; the mutable part is
@@ -112,6 +117,7 @@ impl Deferred {
             profiling,
             queued_ns,
             pieces: Mutex::new(Pieces::default()),
+            progress: Condvar::new(),
         }))
     }
 
@@ -189,6 +195,7 @@ impl Deferred {
         p.done = true;
         let early = std::mem::take(&mut p.early);
         drop(p);
+        self.progress.notify_all();
         for (_, data) in early {
             // Failed before any piece reached the vendor.
             // SAFETY: a registration made for this trampoline, fired once here.
@@ -230,6 +237,39 @@ impl Deferred {
 
     pub fn is_done(&self) -> bool {
         self.lock().done
+    }
+
+    /// Blocks until the command is complete, and sets the user event (`clWaitForEvents`).
+    ///
+    /// Waits on the final piece's vendor event itself rather than on the user event: the
+    /// user event is set from the vendor's completion callback, which NVIDIA's driver
+    /// delivers milliseconds late, so a wait on it would add that to every deferred
+    /// command's latency.
+    pub fn wait(&self) {
+        let mut p = self.lock();
+        loop {
+            if p.done {
+                return;
+            }
+            if let (true, Some(last)) = (p.last_is_final, p.last) {
+                // `last` stays retained by this event until it is dropped, and `self` is
+                // alive for the whole call.
+                drop(p);
+                if let Some(f) = self.user.vt.clWaitForEvents {
+                    // SAFETY: one retained vendor event.
+                    unsafe { f(1, &last) };
+                }
+                self.finish(status_of(self.user.vt, last).min(CL_COMPLETE as cl_int));
+                return;
+            }
+            // Still in software: the submitter says when the final piece exists. The
+            // timeout only re-checks (a lost wake-up costs at most that).
+            p = self
+                .progress
+                .wait_timeout(p, Duration::from_millis(20))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
     }
 
     /// `CL_EVENT_COMMAND_EXECUTION_STATUS`: the user event's once set; before, the first
@@ -343,6 +383,12 @@ pub unsafe extern "C" fn on_last_piece(_e: cl_event, status: cl_int, data: *mut 
 
 /// Arranges for `d` to be set when `last` (its last piece) completes.
 pub fn complete_on(d: &Arc<Deferred>, last: cl_event) {
+    {
+        let mut p = d.lock();
+        // `piece(last)` came first: `last` is retained as `p.last`.
+        p.last_is_final = p.last == Some(last);
+    }
+    d.progress.notify_all();
     let vt = d.user.vt;
     let data = Arc::into_raw(d.clone()) as *mut c_void;
     let rc = match vt.clSetEventCallback {
