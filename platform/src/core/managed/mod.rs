@@ -197,10 +197,6 @@ impl Managed {
         if self.pending.load(Ordering::Acquire) > 0 {
             return true;
         }
-        // Traces and profiles see launches only in the submitter.
-        if crate::trace::enabled() || crate::trace::profile::enabled() {
-            return true;
-        }
         let Some(c) = &self.client else { return false };
         self.mode == SliceMode::Always || c.higher_priority_registered()
     }
