@@ -1,0 +1,371 @@
+//! Issue 5: kernels that read the launch geometry (`get_group_id`, `get_num_groups`,
+//! `get_global_size`, `get_global_offset`, `get_global_linear_id`) are built from rewritten
+//! source and sliced, with results identical to the bare vendor. This binary runs with
+//! `slice = "always"` and a tiny target slice, so every sliceable launch on SoftPreempt is
+//! cut into many slices; each corpus kernel is run on SoftPreempt and on the bare PoCL
+//! platform (never sliced) in the same process, and the outputs are compared bit for bit.
+//! The arbiter's statistics show that the launches were really sliced: a kernel whose
+//! geometry came from the slice instead of the launch would give other results (the
+//! rewrite tests in `platform/tests/kernel_rewrite.rs` show that for the same kernels).
+
+mod common;
+mod managed_common;
+mod rewrite_corpus;
+
+use common::{bare_platform, ok, Env};
+use managed_common as mc;
+use opencl_sys::*;
+use rewrite_corpus::*;
+use std::ffi::{c_void, CString};
+use std::path::Path;
+use std::ptr::{null, null_mut};
+
+const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50";
+
+fn setup() -> (&'static Path, std::sync::MutexGuard<'static, ()>) {
+    let dir = mc::init(SCHED);
+    (dir, mc::serial())
+}
+
+/// A kernel argument.
+#[derive(Clone)]
+enum Arg {
+    /// A buffer with this content (read back and compared afterwards too).
+    Buf(Vec<u8>),
+    /// `__local` memory of this many bytes.
+    Local(usize),
+    /// A value passed by value.
+    Val(Vec<u8>),
+}
+
+#[derive(Clone)]
+struct Case {
+    source: &'static str,
+    options: &'static str,
+    kernel: &'static str,
+    offset: Vec<usize>,
+    global: Vec<usize>,
+    local: Option<Vec<usize>>,
+    args: Vec<Arg>,
+}
+
+fn bytes<T: Copy>(v: &[T]) -> Vec<u8> {
+    // SAFETY: plain numeric data viewed as its bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
+        .to_vec()
+}
+
+/// Deterministic pseudo-random words.
+fn words(n: usize, seed: u32) -> Vec<u32> {
+    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(12345);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        })
+        .collect()
+}
+
+fn small_ints(n: usize, seed: u32) -> Vec<u8> {
+    bytes(
+        &words(n, seed)
+            .iter()
+            .map(|w| (w % 201) as i32 - 100)
+            .collect::<Vec<i32>>(),
+    )
+}
+
+fn floats(n: usize, seed: u32) -> Vec<u8> {
+    bytes(
+        &words(n, seed)
+            .iter()
+            .map(|w| (w % 1000) as f32 / 7.0)
+            .collect::<Vec<f32>>(),
+    )
+}
+
+/// A buffer of `n` bytes of a pattern (so writes that should not happen show).
+fn out(n: usize) -> Arg {
+    Arg::Buf(vec![0xA5; n])
+}
+
+fn val<T: Copy>(v: T) -> Arg {
+    Arg::Val(bytes(&[v]))
+}
+
+/// Whether launches with a NULL local size may be sliced: the kernel's results do not
+/// depend on the work-group size (the layer's analysis; here a conservative text check).
+fn work_group_independent(source: &str) -> bool {
+    ![
+        "get_local_",
+        "get_group_id",
+        "get_num_groups",
+        "barrier",
+        "local ",
+    ]
+    .iter()
+    .any(|w| source.contains(w))
+}
+
+/// Builds the case's program on `env`, runs it once, and reads back every buffer.
+fn run(env: &Env, c: &Case, local: Option<&[usize]>) -> Vec<Vec<u8>> {
+    let prog = mc::build(env, c.source, c.options).unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, c.kernel);
+    let mut bufs = Vec::new();
+    for (i, a) in c.args.iter().enumerate() {
+        let i = i as cl_uint;
+        match a {
+            Arg::Buf(data) => {
+                let m = env.buffer(data.len());
+                env.write(m, data);
+                mc::arg(k, i, m);
+                bufs.push((m, data.len()));
+            }
+            Arg::Local(n) => mc::local_arg(k, i, *n),
+            Arg::Val(v) => {
+                // SAFETY: `v` holds the value's bytes.
+                ok(unsafe { clSetKernelArg(k, i, v.len(), v.as_ptr() as *const c_void) })
+            }
+        }
+    }
+    let rc = mc::enqueue(
+        env.queue,
+        k,
+        Some(&c.offset),
+        &c.global,
+        local,
+        &[],
+        None,
+    );
+    assert_eq!(rc, CL_SUCCESS, "{}: enqueue", c.kernel);
+    mc::finish(env.queue);
+    let outs = bufs
+        .iter()
+        .map(|&(m, n)| env.read::<u8>(m, n))
+        .collect();
+    mc::release_mems(&bufs.iter().map(|b| b.0).collect::<Vec<_>>());
+    // SAFETY: our own kernel and program, no longer used.
+    unsafe {
+        clReleaseKernel(k);
+        clReleaseProgram(prog);
+    }
+    outs
+}
+
+/// Runs the case on bare PoCL and on SoftPreempt: identical outputs; the SoftPreempt
+/// launch is sliced when `sliced`.
+fn same(dir: &Path, c: &Case, local: Option<&[usize]>, sliced: bool) {
+    let what = format!("{} local {:?} offset {:?}", c.kernel, local, c.offset);
+    let want = run(&Env::new(bare_platform()), c, local);
+    let sp = Env::sp();
+    let got = sliced_run(dir, &sp, sliced, &what, || run(&sp, c, local));
+    for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+        assert!(
+            w == g,
+            "{what}: buffer {i} differs from bare PoCL: {}",
+            mc::first_difference(w, g)
+        );
+    }
+}
+
+/// Runs `f` (launches on `sp`), and checks that they were sliced when `sliced`. The
+/// queue's arbiter client (whose statistics count slices) is registered first, and read
+/// before the queue goes away.
+fn sliced_run<T>(dir: &Path, sp: &Env, sliced: bool, what: &str, f: impl FnOnce() -> T) -> T {
+    let warm = mc::filled(sp, 4, 0u32);
+    mc::finish(sp.queue);
+    let before = mc::my_slices(dir);
+    let r = f();
+    if sliced {
+        mc::eventually(
+            &format!("{what}: launch sliced\n{}", mc::describe(dir)),
+            std::time::Duration::from_secs(10),
+            || mc::my_slices(dir) - before >= 2,
+        );
+    }
+    mc::release_mems(&[warm]);
+    r
+}
+
+/// Each case with its own local size, then with a NULL one (when the kernel allows any
+/// local size): always identical to bare, and sliced whenever that keeps results exact.
+fn check(c: Case) {
+    let (dir, _g) = setup();
+    if let Some(l) = &c.local {
+        same(dir, &c, Some(l), true);
+    }
+    if c.local.is_none() || c.null_ok() {
+        same(dir, &c, None, work_group_independent(c.source));
+    }
+}
+
+impl Case {
+    fn new(source: &'static str, kernel: &'static str) -> Case {
+        Case {
+            source,
+            options: "",
+            kernel,
+            offset: Vec::new(),
+            global: Vec::new(),
+            local: None,
+            args: Vec::new(),
+        }
+    }
+
+    fn at(mut self, offset: &[usize], global: &[usize], local: Option<&[usize]>) -> Case {
+        self.offset = offset.to_vec();
+        self.global = global.to_vec();
+        self.local = local.map(|l| l.to_vec());
+        self
+    }
+
+    fn args(mut self, args: Vec<Arg>) -> Case {
+        self.args = args;
+        self
+    }
+
+    fn options(mut self, o: &'static str) -> Case {
+        self.options = o;
+        self
+    }
+
+    /// Kernels whose indexing assumes their own local size, or sizes `__local` memory
+    /// for it, are not run with a NULL one.
+    fn null_ok(&self) -> bool {
+        !self.args.iter().any(|a| matches!(a, Arg::Local(_)))
+            && ![
+                "gemm",
+                "gemm_int",
+                "transpose",
+                "local_hist",
+                "groups3d",
+                "helpers",
+                "outer",
+            ]
+            .contains(&self.kernel)
+    }
+}
+
+macro_rules! cases {
+    ($($name:ident: $case:expr;)*) => {
+        $(#[test] fn $name() { check($case); })*
+    };
+}
+
+cases! {
+    reduce_float_1d: Case::new(REDUCE, "reduce")
+        .at(&[32], &[1024], Some(&[16]))
+        .args(vec![Arg::Buf(floats(1024, 1)), out(64 * 4), Arg::Local(16 * 4)]);
+    reduce_int_1d: Case::new(REDUCE_INT, "reduce_int")
+        .at(&[64], &[2048], Some(&[32]))
+        .args(vec![Arg::Buf(bytes(&words(2048 + 64, 2))), out(64 * 4), Arg::Local(32 * 4)]);
+    scan_groups_1d: Case::new(SCAN, "scan_group")
+        .at(&[16], &[1024], Some(&[16]))
+        .args(vec![Arg::Buf(bytes(&words(1040, 3))), out(1040 * 4), Arg::Local(16 * 4)]);
+    gemm_float_2d: Case::new(GEMM, "gemm")
+        .at(&[8, 12], &[32, 32], Some(&[4, 4]))
+        .args(vec![Arg::Buf(floats(32 * 16, 4)), Arg::Buf(floats(16 * 32, 5)), out(32 * 32 * 4), val(16i32)]);
+    gemm_int_2d: Case::new(GEMM_INT, "gemm_int")
+        .at(&[16, 8], &[64, 64], Some(&[8, 8]))
+        .args(vec![Arg::Buf(small_ints(64 * 32, 6)), Arg::Buf(small_ints(32 * 64, 7)), out(64 * 64 * 4), val(32i32)]);
+    transpose_2d: Case::new(TRANSPOSE, "transpose")
+        .at(&[8, 16], &[64, 48], Some(&[8, 8]))
+        .args(vec![Arg::Buf(bytes(&words(64 * 48, 8))), out(64 * 48 * 4), val(64u32), val(48u32)]);
+    blur_2d: Case::new(BLUR, "blur")
+        .at(&[3, 5], &[64, 40], Some(&[8, 4]))
+        .args(vec![Arg::Buf(floats(64 * 40, 9)), out(64 * 40 * 4)]);
+    stencil_1d: Case::new(STENCIL_1D, "stencil1d")
+        .at(&[7], &[4096], Some(&[64]))
+        .args(vec![Arg::Buf(small_ints(4096, 10)), out(4096 * 4)]);
+    heat_3d: Case::new(HEAT, "heat")
+        .at(&[1, 2, 3], &[16, 8, 8], Some(&[4, 2, 2]))
+        .args(vec![Arg::Buf(floats(1024, 11)), out(1024 * 4)]);
+    histogram_atomics: Case::new(HIST, "hist")
+        .at(&[100], &[256], Some(&[8]))
+        .args(vec![Arg::Buf(bytes(&words(5000, 12))), val(5000u32), out(16 * 4)]);
+    local_histogram: Case::new(LOCAL_HIST, "local_hist")
+        .at(&[32], &[512], Some(&[16]))
+        .args(vec![Arg::Buf(bytes(&words(6000, 13))), val(6000u32), out(16 * 4)]);
+    grid_stride_loop: Case::new(GRID_STRIDE, "grid_stride")
+        .at(&[5], &[640], Some(&[32]))
+        .args(vec![Arg::Buf(small_ints(3000, 14)), Arg::Buf(small_ints(3000, 15)), val(3i32), val(3000u32)]);
+    group_atomic_sum: Case::new(GROUP_ATOMIC, "group_atomic_sum")
+        .at(&[48], &[1024], Some(&[16]))
+        .args(vec![Arg::Buf(small_ints(1072, 16)), out(80 * 4)]);
+    block_ids_2d: Case::new(BLOCK_ID_2D, "block_id_2d")
+        .at(&[4, 6], &[32, 64], Some(&[4, 8]))
+        .args(vec![out(32 * 64 * 4), val(32u32)]);
+    helpers_2d: Case::new(HELPERS, "helpers")
+        .at(&[2, 4], &[16, 48], Some(&[4, 2]))
+        .args(vec![out(16 * 48 * 8)]);
+    kernel_calling_kernel: Case::new(HELPERS, "outer")
+        .at(&[2, 4], &[16, 48], Some(&[4, 2]))
+        .args(vec![out(16 * 48 * 8)]);
+    helper_chain_2d: Case::new(CHAIN, "chain")
+        .at(&[3, 1], &[24, 40], Some(&[4, 4]))
+        .args(vec![out(24 * 40 * 8)]);
+    macros_2d: Case::new(MACRO_GROUP, "macro_group")
+        .at(&[1, 2], &[32, 24], Some(&[8, 2]))
+        .args(vec![out(32 * 24 * 4)]);
+    macros_and_continuations: Case::new(MACROS, "macros")
+        .at(&[5], &[400], Some(&[4]))
+        .args(vec![out(400 * 4)]);
+    linear_id_3d: Case::new(LINEAR, "linear")
+        .options("-cl-std=CL3.0")
+        .at(&[1, 1, 1], &[4, 4, 32], Some(&[2, 2, 2]))
+        .args(vec![out(4 * 4 * 32 * 4)]);
+    linear_id_2d: Case::new(LINEAR_2D, "linear2d")
+        .options("-cl-std=CL3.0")
+        .at(&[3, 2], &[16, 64], Some(&[4, 4]))
+        .args(vec![out(16 * 64 * 4)]);
+    dimensions: Case::new(DIMS, "dims")
+        .at(&[40], &[256], Some(&[4]))
+        .args(vec![out(256 * 8 * 8), val(1u32), val(2u32)]);
+    reqd_prototype: Case::new(ATTRS, "attrs")
+        .at(&[16], &[512], Some(&[8]))
+        .args(vec![out(512 * 4)]);
+    reqd_attribute_after: Case::new(ATTRS, "attrs_after")
+        .at(&[16], &[512], Some(&[8]))
+        .args(vec![out(512 * 4)]);
+    reqd_16: Case::new(REQD16, "reqd16")
+        .at(&[32], &[1024], Some(&[16]))
+        .args(vec![out(1056 * 4)]);
+    multi_plain: Case::new(MULTI, "multi_plain")
+        .at(&[8], &[1024], Some(&[16]))
+        .args(vec![out(1032 * 4)]);
+    multi_group_id: Case::new(MULTI, "multi_gid")
+        .at(&[8], &[1024], Some(&[16]))
+        .args(vec![out(1032 * 4)]);
+    multi_global_size: Case::new(MULTI, "multi_size")
+        .at(&[8], &[1024], Some(&[16]))
+        .args(vec![out(1032 * 4)]);
+    offsets_1d: Case::new(OFFSETS, "offsets")
+        .at(&[77], &[2048], Some(&[32]))
+        .args(vec![out(2125 * 4)]);
+    coords_2d: Case::new(COORDS, "coords")
+        .at(&[2, 3], &[64, 32], Some(&[8, 4]))
+        .args(vec![out(64 * 32 * 4)]);
+    mandelbrot_2d: Case::new(MANDEL, "mandel")
+        .at(&[0, 8], &[64, 64], Some(&[8, 8]))
+        .args(vec![out(64 * 64 * 4)]);
+    group_sort_1d: Case::new(GROUP_SORT, "group_sort")
+        .at(&[16], &[512], Some(&[16]))
+        .args(vec![Arg::Buf(bytes(&words(528, 17))), out(512 * 4), Arg::Local(16 * 4)]);
+    row_sums: Case::new(ROW_SUM, "row_sum")
+        .at(&[3], &[256], Some(&[8]))
+        .args(vec![Arg::Buf(small_ints(256 * 16, 18)), out(256 * 4), val(16i32)]);
+    groups_3d: Case::new(GROUPS_3D, "groups3d")
+        .at(&[4, 2, 2], &[8, 8, 32], Some(&[4, 2, 2]))
+        .args(vec![out(8 * 8 * 32 * 4)]);
+    matvec_rows: Case::new(MATVEC, "matvec")
+        .at(&[0], &[64 * 8], Some(&[8]))
+        .args(vec![Arg::Buf(small_ints(64 * 40, 19)), Arg::Buf(small_ints(40, 20)), out(64 * 4), val(40i32), Arg::Local(8 * 4)]);
+    struct_argument: Case::new(WITH_STRUCT, "with_struct")
+        .at(&[10], &[512], Some(&[16]))
+        .args(vec![out(512 * 4), val([3i32, -7i32])]);
+    vector_output: Case::new(VEC4, "vec4")
+        .at(&[6], &[512], Some(&[8]))
+        .args(vec![out(512 * 16)]);
+}
