@@ -113,6 +113,17 @@ fn work_group_independent(source: &str) -> bool {
 fn run(env: &Env, c: &Case, local: Option<&[usize]>) -> Vec<Vec<u8>> {
     let prog = mc::build(env, c.source, c.options).unwrap_or_else(|e| panic!("{e}"));
     let k = env.kernel(prog, c.kernel);
+    let outs = launch(env, c, k, local);
+    // SAFETY: our own kernel and program, no longer used.
+    unsafe {
+        clReleaseKernel(k);
+        clReleaseProgram(prog);
+    }
+    outs
+}
+
+/// Sets the case's arguments on `k`, launches it once, and reads back every buffer.
+fn launch(env: &Env, c: &Case, k: cl_kernel, local: Option<&[usize]>) -> Vec<Vec<u8>> {
     let mut bufs = Vec::new();
     for (i, a) in c.args.iter().enumerate() {
         let i = i as cl_uint;
@@ -139,18 +150,13 @@ fn run(env: &Env, c: &Case, local: Option<&[usize]>) -> Vec<Vec<u8>> {
         &[],
         None,
     );
-    assert_eq!(rc, CL_SUCCESS, "{}: enqueue", c.kernel);
+    assert_eq!(rc, CL_SUCCESS, "{}: enqueue (local {local:?}, platform {:?})", c.kernel, env.platform);
     mc::finish(env.queue);
     let outs = bufs
         .iter()
         .map(|&(m, n)| env.read::<u8>(m, n))
         .collect();
     mc::release_mems(&bufs.iter().map(|b| b.0).collect::<Vec<_>>());
-    // SAFETY: our own kernel and program, no longer used.
-    unsafe {
-        clReleaseKernel(k);
-        clReleaseProgram(prog);
-    }
     outs
 }
 
@@ -232,7 +238,8 @@ impl Case {
     }
 
     /// Kernels whose indexing assumes their own local size, or sizes `__local` memory
-    /// for it, are not run with a NULL one.
+    /// for it, are not run with a NULL one; nor are those with `reqd_work_group_size`
+    /// (PoCL 3.1 answers a NULL local size for them with CL_INVALID_WORK_GROUP_SIZE).
     fn null_ok(&self) -> bool {
         !self.args.iter().any(|a| matches!(a, Arg::Local(_)))
             && ![
@@ -243,6 +250,9 @@ impl Case {
                 "groups3d",
                 "helpers",
                 "outer",
+                "reqd16",
+                "attrs",
+                "attrs_after",
             ]
             .contains(&self.kernel)
     }
@@ -368,4 +378,289 @@ cases! {
     vector_output: Case::new(VEC4, "vec4")
         .at(&[6], &[512], Some(&[8]))
         .args(vec![out(512 * 16)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// The application's view of a rewritten program.
+
+fn group_ids() -> Case {
+    Case::new(BLOCK_ID_2D, "block_id_2d")
+        .at(&[4, 6], &[32, 64], Some(&[4, 8]))
+        .args(vec![out(32 * 64 * 4), val(32u32)])
+}
+
+fn program_info(p: cl_program, what: cl_program_info) -> Vec<u8> {
+    common::info_bytes(|s, v, r| unsafe { clGetProgramInfo(p, what, s, v, r) })
+}
+
+fn num_args(k: cl_kernel) -> cl_uint {
+    common::info_scalar(|s, v, r| unsafe { clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, s, v, r) })
+}
+
+/// The build log and status of `src` on `env`.
+fn build_log(env: &Env, src: &str) -> (cl_int, String) {
+    let c = CString::new(src).unwrap();
+    let ptr = c.as_ptr();
+    let mut err = 0;
+    // SAFETY: one NUL-terminated source string.
+    let p = unsafe { clCreateProgramWithSource(env.context, 1, &ptr, null(), &mut err) };
+    ok(err);
+    // SAFETY: valid program and device.
+    let rc = unsafe { clBuildProgram(p, 1, &env.device, null(), None, null_mut()) };
+    let log = common::info_bytes(|s, v, r| unsafe {
+        clGetProgramBuildInfo(p, env.device, CL_PROGRAM_BUILD_LOG, s, v, r)
+    });
+    // SAFETY: our program.
+    unsafe { clReleaseProgram(p) };
+    (rc, common::cstr(&log))
+}
+
+/// The line of the first error in a build log (`<source>:LINE:COL: error: ...`).
+fn error_line(log: &str) -> usize {
+    let line = log
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or_else(|| panic!("no error in the build log:\n{log}"));
+    line.split(':')
+        .find_map(|f| f.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no line number in: {line}"))
+}
+
+#[test]
+fn build_errors_keep_their_line_numbers() {
+    let _g = setup();
+    // Reads the geometry (through a macro and a helper), so it would be rewritten.
+    let src = "#define G \\\n  get_group_id(0)\n\nsize_t h(void) { return G; }\nkernel void broken(global int* o) {\n    o[0] = h();\n    o[1] = undefined_name;\n}\n";
+    let (bare_rc, bare_log) = build_log(&Env::new(bare_platform()), src);
+    let (rc, log) = build_log(&Env::sp(), src);
+    assert_ne!(bare_rc, CL_SUCCESS);
+    assert_eq!(rc, bare_rc, "{log}");
+    assert_eq!(error_line(&bare_log), 7, "{bare_log}");
+    assert_eq!(error_line(&log), 7, "{log}");
+}
+
+#[test]
+fn program_source_names_and_argument_counts_are_the_applications() {
+    let _g = setup();
+    let info = |env: &Env| {
+        let p = mc::build(env, MULTI, "-cl-kernel-arg-info").unwrap();
+        let source = program_info(p, CL_PROGRAM_SOURCE);
+        let names = program_info(p, CL_PROGRAM_KERNEL_NAMES);
+        let count = program_info(p, CL_PROGRAM_NUM_KERNELS);
+        let mut ks = [null_mut(); 3];
+        // SAFETY: room for three kernels.
+        ok(unsafe { clCreateKernelsInProgram(p, 3, ks.as_mut_ptr(), null_mut()) });
+        let args: Vec<cl_uint> = ks.iter().map(|&k| num_args(k)).collect();
+        (source, names, count, args)
+    };
+    let bare = info(&Env::new(bare_platform()));
+    let sp = info(&Env::sp());
+    assert_eq!(common::cstr(&sp.0), MULTI, "CL_PROGRAM_SOURCE");
+    assert_eq!(sp.1, bare.1, "CL_PROGRAM_KERNEL_NAMES");
+    assert_eq!(sp.2, bare.2, "CL_PROGRAM_NUM_KERNELS");
+    assert_eq!(sp.3, bare.3, "CL_KERNEL_NUM_ARGS");
+    assert_eq!(sp.3, [1, 1, 1]);
+}
+
+#[test]
+fn the_hidden_argument_is_no_argument() {
+    let _g = setup();
+    let probe = |env: &Env| {
+        let p = mc::build(env, GEMM_INT, "-cl-kernel-arg-info").unwrap();
+        let k = env.kernel(p, "gemm_int");
+        let name = |i| {
+            let mut buf = [0u8; 64];
+            // SAFETY: a buffer of the size passed.
+            let rc = unsafe {
+                clGetKernelArgInfo(
+                    k,
+                    i,
+                    CL_KERNEL_ARG_NAME,
+                    buf.len(),
+                    buf.as_mut_ptr() as *mut c_void,
+                    null_mut(),
+                )
+            };
+            (rc, common::cstr(&buf))
+        };
+        let x = 7i32;
+        // SAFETY: a 4-byte value at each index.
+        let set = |i| unsafe { clSetKernelArg(k, i, 4, &x as *const i32 as *const c_void) };
+        (num_args(k), name(3), name(4), set(3), set(4), set(5))
+    };
+    let bare = probe(&Env::new(bare_platform()));
+    let sp = probe(&Env::sp());
+    assert_eq!(bare.0, 4);
+    assert_eq!(sp, bare);
+    assert_eq!(sp.2 .0, CL_INVALID_ARG_INDEX);
+    assert_eq!(sp.4, CL_INVALID_ARG_INDEX);
+}
+
+#[test]
+fn binaries_round_trip_and_stay_sliceable() {
+    let (dir, _g) = setup();
+    let c = group_ids();
+    let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
+    let sp = Env::sp();
+    let p = mc::build(&sp, c.source, "").unwrap();
+    let size: usize = common::info_scalar(|s, v, r| unsafe {
+        clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, s, v, r)
+    });
+    let mut bin = vec![0u8; size];
+    let mut ptr = bin.as_mut_ptr();
+    // SAFETY: one device, one buffer of its binary's size.
+    ok(unsafe {
+        clGetProgramInfo(
+            p,
+            CL_PROGRAM_BINARIES,
+            std::mem::size_of::<*mut u8>(),
+            &mut ptr as *mut *mut u8 as *mut c_void,
+            null_mut(),
+        )
+    });
+    let bin_ptr = bin.as_ptr();
+    let mut status = 0;
+    let mut err = 0;
+    // SAFETY: one device, one binary of `size` bytes.
+    let from_bin = unsafe {
+        clCreateProgramWithBinary(
+            sp.context,
+            1,
+            &sp.device,
+            &size,
+            &bin_ptr as *const *const u8 as *mut *const u8,
+            &mut status,
+            &mut err,
+        )
+    };
+    ok(err);
+    ok(status);
+    // SAFETY: valid program and device.
+    ok(unsafe { clBuildProgram(from_bin, 1, &sp.device, null(), None, null_mut()) });
+    let k = sp.kernel(from_bin, c.kernel);
+    assert_eq!(num_args(k), 2, "CL_KERNEL_NUM_ARGS of the kernel from the binary");
+    let got = sliced_run(dir, &sp, true, "kernel from a binary", || {
+        launch(&sp, &c, k, c.local.as_deref())
+    });
+    assert!(want == got, "{}", mc::first_difference(&want[0], &got[0]));
+    // SAFETY: our objects.
+    unsafe {
+        clReleaseKernel(k);
+        clReleaseProgram(from_bin);
+        clReleaseProgram(p);
+    }
+}
+
+#[test]
+fn cloned_kernels_keep_the_geometry() {
+    let (dir, _g) = setup();
+    let c = group_ids();
+    let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
+    let sp = Env::sp();
+    let p = mc::build(&sp, c.source, "").unwrap();
+    let k = sp.kernel(p, c.kernel);
+    let mut err = 0;
+    // SAFETY: a valid kernel.
+    let clone = unsafe { clCloneKernel(k, &mut err) };
+    ok(err);
+    assert_eq!(num_args(clone), 2);
+    let got = sliced_run(dir, &sp, true, "cloned kernel", || {
+        launch(&sp, &c, clone, c.local.as_deref())
+    });
+    assert!(want == got, "{}", mc::first_difference(&want[0], &got[0]));
+    // SAFETY: our objects.
+    unsafe {
+        clReleaseKernel(clone);
+        clReleaseKernel(k);
+        clReleaseProgram(p);
+    }
+}
+
+#[test]
+fn rebuilding_with_kernels_attached_fails_as_bare() {
+    let _g = setup();
+    let rebuild = |env: &Env| {
+        let p = mc::build(env, BLOCK_ID_2D, "").unwrap();
+        let k = env.kernel(p, "block_id_2d");
+        // SAFETY: valid program and device.
+        let attached = unsafe { clBuildProgram(p, 1, &env.device, null(), None, null_mut()) };
+        // SAFETY: our kernel.
+        unsafe { clReleaseKernel(k) };
+        // SAFETY: valid program and device.
+        let free = unsafe { clBuildProgram(p, 1, &env.device, null(), None, null_mut()) };
+        (attached, free)
+    };
+    let bare = rebuild(&Env::new(bare_platform()));
+    assert_eq!(bare, (CL_INVALID_OPERATION, CL_SUCCESS));
+    assert_eq!(rebuild(&Env::sp()), bare);
+}
+
+/// Counts build notifications and records the program they name.
+extern "C" fn notified(p: cl_program, data: *mut c_void) {
+    // SAFETY: `data` is the test's (count, program) pair, alive during the build.
+    let seen = unsafe { &mut *(data as *mut (u32, cl_program)) };
+    seen.0 += 1;
+    seen.1 = p;
+}
+
+#[test]
+fn the_build_notification_comes_once_with_the_applications_program() {
+    let _g = setup();
+    for src in [BLOCK_ID_2D, FALLBACK] {
+        let env = Env::sp();
+        let c = CString::new(src).unwrap();
+        let ptr = c.as_ptr();
+        let mut err = 0;
+        // SAFETY: one NUL-terminated source string.
+        let p = unsafe { clCreateProgramWithSource(env.context, 1, &ptr, null(), &mut err) };
+        ok(err);
+        let mut seen: (u32, cl_program) = (0, null_mut());
+        // SAFETY: valid program and device; `seen` outlives the build, which PoCL finishes
+        // before returning, and is only read after clFinish-like completion below.
+        ok(unsafe {
+            clBuildProgram(
+                p,
+                1,
+                &env.device,
+                null(),
+                Some(notified),
+                &mut seen as *mut (u32, cl_program) as *mut c_void,
+            )
+        });
+        mc::eventually("the notification", std::time::Duration::from_secs(10), || {
+            // SAFETY: a plain read of a value the callback writes.
+            let n = unsafe { std::ptr::read_volatile(&seen.0) };
+            n > 0
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(seen, (1, p), "{src}");
+        // SAFETY: our program.
+        unsafe { clReleaseProgram(p) };
+    }
+}
+
+/// A program whose rewrite does not build while the original does: it is built from its
+/// original source, with results identical to bare and its kernels never sliced; the same
+/// kernel without the troublesome macro is sliced.
+#[test]
+fn a_rewrite_that_does_not_build_falls_back_to_the_original() {
+    let (dir, _g) = setup();
+    for (src, sliced) in [(FALLBACK, false), (FALLBACK_CONTROL, true)] {
+        let c = Case::new(src, "fallback")
+            .at(&[8], &[1024], Some(&[16]))
+            .args(vec![out(1032 * 4)]);
+        let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
+        let sp = Env::sp();
+        let before = mc::my_slices(dir);
+        let got = sliced_run(dir, &sp, sliced, "fallback control", || {
+            run(&sp, &c, c.local.as_deref())
+        });
+        assert!(want == got, "{}", mc::first_difference(&want[0], &got[0]));
+        if !sliced {
+            mc::finish(sp.queue);
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let slices = mc::my_slices(dir) - before;
+            assert!(slices <= 1, "the fallback program was sliced: {slices} slices");
+        }
+    }
 }

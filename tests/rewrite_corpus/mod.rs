@@ -369,3 +369,18 @@ kernel void vec4(global uint4* o) {
     size_t i = get_global_id(0) - get_global_offset(0);
     o[i] = (uint4)((uint)get_group_id(0), (uint)get_num_groups(0), (uint)get_global_size(0), (uint)i);
 }";
+
+/// Builds natively, but its rewrite does not: the macro turns the hidden `ulong16`
+/// parameter into a `float`, which has no `.s9`. (Legal if odd: `ulong16` is a type name,
+/// not a keyword.)
+pub const FALLBACK: &str = "
+#define ulong16 float
+kernel void fallback(global uint* o) {
+    o[get_global_id(0)] = (uint)(get_group_id(0) * 1000 + get_num_groups(0));
+}";
+
+/// [`FALLBACK`] without the macro.
+pub const FALLBACK_CONTROL: &str = "
+kernel void fallback(global uint* o) {
+    o[get_global_id(0)] = (uint)(get_group_id(0) * 1000 + get_num_groups(0));
+}";
