@@ -141,21 +141,14 @@ fn launch(env: &Env, c: &Case, k: cl_kernel, local: Option<&[usize]>) -> Vec<Vec
             }
         }
     }
-    let rc = mc::enqueue(
-        env.queue,
-        k,
-        Some(&c.offset),
-        &c.global,
-        local,
-        &[],
-        None,
+    let rc = mc::enqueue(env.queue, k, Some(&c.offset), &c.global, local, &[], None);
+    assert_eq!(
+        rc, CL_SUCCESS,
+        "{}: enqueue (local {local:?}, platform {:?})",
+        c.kernel, env.platform
     );
-    assert_eq!(rc, CL_SUCCESS, "{}: enqueue (local {local:?}, platform {:?})", c.kernel, env.platform);
     mc::finish(env.queue);
-    let outs = bufs
-        .iter()
-        .map(|&(m, n)| env.read::<u8>(m, n))
-        .collect();
+    let outs = bufs.iter().map(|&(m, n)| env.read::<u8>(m, n)).collect();
     mc::release_mems(&bufs.iter().map(|b| b.0).collect::<Vec<_>>());
     outs
 }
@@ -264,120 +257,123 @@ macro_rules! cases {
     };
 }
 
+// Launches have hundreds of work-groups or more: the slice planner learns how fast a
+// kernel is (per kernel handle, which a later test's kernel may reuse), and a small launch
+// of a fast kernel would rightly fit in one slice.
 cases! {
     reduce_float_1d: Case::new(REDUCE, "reduce")
-        .at(&[32], &[1024], Some(&[16]))
-        .args(vec![Arg::Buf(floats(1024, 1)), out(64 * 4), Arg::Local(16 * 4)]);
+        .at(&[32], &[16384], Some(&[16]))
+        .args(vec![Arg::Buf(floats(16384, 1)), out(1024 * 4), Arg::Local(16 * 4)]);
     reduce_int_1d: Case::new(REDUCE_INT, "reduce_int")
-        .at(&[64], &[2048], Some(&[32]))
-        .args(vec![Arg::Buf(bytes(&words(2048 + 64, 2))), out(64 * 4), Arg::Local(32 * 4)]);
+        .at(&[64], &[32768], Some(&[32]))
+        .args(vec![Arg::Buf(bytes(&words(32768 + 64, 2))), out(1024 * 4), Arg::Local(32 * 4)]);
     scan_groups_1d: Case::new(SCAN, "scan_group")
-        .at(&[16], &[1024], Some(&[16]))
-        .args(vec![Arg::Buf(bytes(&words(1040, 3))), out(1040 * 4), Arg::Local(16 * 4)]);
+        .at(&[16], &[16384], Some(&[16]))
+        .args(vec![Arg::Buf(bytes(&words(16400, 3))), out(16400 * 4), Arg::Local(16 * 4)]);
     gemm_float_2d: Case::new(GEMM, "gemm")
-        .at(&[8, 12], &[32, 32], Some(&[4, 4]))
-        .args(vec![Arg::Buf(floats(32 * 16, 4)), Arg::Buf(floats(16 * 32, 5)), out(32 * 32 * 4), val(16i32)]);
+        .at(&[8, 12], &[64, 64], Some(&[4, 4]))
+        .args(vec![Arg::Buf(floats(64 * 16, 4)), Arg::Buf(floats(16 * 64, 5)), out(64 * 64 * 4), val(16i32)]);
     gemm_int_2d: Case::new(GEMM_INT, "gemm_int")
-        .at(&[16, 8], &[64, 64], Some(&[8, 8]))
-        .args(vec![Arg::Buf(small_ints(64 * 32, 6)), Arg::Buf(small_ints(32 * 64, 7)), out(64 * 64 * 4), val(32i32)]);
+        .at(&[16, 8], &[128, 128], Some(&[8, 8]))
+        .args(vec![Arg::Buf(small_ints(128 * 32, 6)), Arg::Buf(small_ints(32 * 128, 7)), out(128 * 128 * 4), val(32i32)]);
     transpose_2d: Case::new(TRANSPOSE, "transpose")
-        .at(&[8, 16], &[64, 48], Some(&[8, 8]))
-        .args(vec![Arg::Buf(bytes(&words(64 * 48, 8))), out(64 * 48 * 4), val(64u32), val(48u32)]);
+        .at(&[8, 16], &[256, 128], Some(&[8, 8]))
+        .args(vec![Arg::Buf(bytes(&words(256 * 128, 8))), out(256 * 128 * 4), val(256u32), val(128u32)]);
     blur_2d: Case::new(BLUR, "blur")
-        .at(&[3, 5], &[64, 40], Some(&[8, 4]))
-        .args(vec![Arg::Buf(floats(64 * 40, 9)), out(64 * 40 * 4)]);
+        .at(&[3, 5], &[128, 128], Some(&[8, 4]))
+        .args(vec![Arg::Buf(floats(128 * 128, 9)), out(128 * 128 * 4)]);
     stencil_1d: Case::new(STENCIL_1D, "stencil1d")
-        .at(&[7], &[4096], Some(&[64]))
-        .args(vec![Arg::Buf(small_ints(4096, 10)), out(4096 * 4)]);
+        .at(&[7], &[65536], Some(&[64]))
+        .args(vec![Arg::Buf(small_ints(65536, 10)), out(65536 * 4)]);
     heat_3d: Case::new(HEAT, "heat")
-        .at(&[1, 2, 3], &[16, 8, 8], Some(&[4, 2, 2]))
-        .args(vec![Arg::Buf(floats(1024, 11)), out(1024 * 4)]);
+        .at(&[1, 2, 3], &[32, 16, 32], Some(&[4, 2, 2]))
+        .args(vec![Arg::Buf(floats(16384, 11)), out(16384 * 4)]);
     histogram_atomics: Case::new(HIST, "hist")
-        .at(&[100], &[256], Some(&[8]))
+        .at(&[100], &[2048], Some(&[8]))
         .args(vec![Arg::Buf(bytes(&words(5000, 12))), val(5000u32), out(16 * 4)]);
     local_histogram: Case::new(LOCAL_HIST, "local_hist")
-        .at(&[32], &[512], Some(&[16]))
+        .at(&[32], &[8192], Some(&[16]))
         .args(vec![Arg::Buf(bytes(&words(6000, 13))), val(6000u32), out(16 * 4)]);
     grid_stride_loop: Case::new(GRID_STRIDE, "grid_stride")
-        .at(&[5], &[640], Some(&[32]))
+        .at(&[5], &[8192], Some(&[32]))
         .args(vec![Arg::Buf(small_ints(3000, 14)), Arg::Buf(small_ints(3000, 15)), val(3i32), val(3000u32)]);
     group_atomic_sum: Case::new(GROUP_ATOMIC, "group_atomic_sum")
-        .at(&[48], &[1024], Some(&[16]))
-        .args(vec![Arg::Buf(small_ints(1072, 16)), out(80 * 4)]);
+        .at(&[48], &[16384], Some(&[16]))
+        .args(vec![Arg::Buf(small_ints(16432, 16)), out(1040 * 4)]);
     block_ids_2d: Case::new(BLOCK_ID_2D, "block_id_2d")
-        .at(&[4, 6], &[32, 64], Some(&[4, 8]))
-        .args(vec![out(32 * 64 * 4), val(32u32)]);
+        .at(&[4, 6], &[256, 256], Some(&[4, 8]))
+        .args(vec![out(256 * 256 * 4), val(256u32)]);
     helpers_2d: Case::new(HELPERS, "helpers")
-        .at(&[2, 4], &[16, 48], Some(&[4, 2]))
-        .args(vec![out(16 * 48 * 8)]);
+        .at(&[2, 4], &[64, 96], Some(&[4, 2]))
+        .args(vec![out(64 * 96 * 8)]);
     kernel_calling_kernel: Case::new(HELPERS, "outer")
-        .at(&[2, 4], &[16, 48], Some(&[4, 2]))
-        .args(vec![out(16 * 48 * 8)]);
+        .at(&[2, 4], &[64, 96], Some(&[4, 2]))
+        .args(vec![out(64 * 96 * 8)]);
     helper_chain_2d: Case::new(CHAIN, "chain")
-        .at(&[3, 1], &[24, 40], Some(&[4, 4]))
-        .args(vec![out(24 * 40 * 8)]);
+        .at(&[3, 1], &[96, 160], Some(&[4, 4]))
+        .args(vec![out(96 * 160 * 8)]);
     macros_2d: Case::new(MACRO_GROUP, "macro_group")
-        .at(&[1, 2], &[32, 24], Some(&[8, 2]))
-        .args(vec![out(32 * 24 * 4)]);
+        .at(&[1, 2], &[256, 96], Some(&[8, 2]))
+        .args(vec![out(256 * 96 * 4)]);
     macros_and_continuations: Case::new(MACROS, "macros")
-        .at(&[5], &[400], Some(&[4]))
-        .args(vec![out(400 * 4)]);
+        .at(&[5], &[4000], Some(&[4]))
+        .args(vec![out(4000 * 4)]);
     linear_id_3d: Case::new(LINEAR, "linear")
         .options("-cl-std=CL3.0")
-        .at(&[1, 1, 1], &[4, 4, 32], Some(&[2, 2, 2]))
-        .args(vec![out(4 * 4 * 32 * 4)]);
+        .at(&[1, 1, 1], &[8, 8, 128], Some(&[2, 2, 2]))
+        .args(vec![out(8 * 8 * 128 * 4)]);
     linear_id_2d: Case::new(LINEAR_2D, "linear2d")
         .options("-cl-std=CL3.0")
-        .at(&[3, 2], &[16, 64], Some(&[4, 4]))
-        .args(vec![out(16 * 64 * 4)]);
+        .at(&[3, 2], &[64, 256], Some(&[4, 4]))
+        .args(vec![out(64 * 256 * 4)]);
     dimensions: Case::new(DIMS, "dims")
-        .at(&[40], &[256], Some(&[4]))
-        .args(vec![out(256 * 8 * 8), val(1u32), val(2u32)]);
+        .at(&[40], &[4096], Some(&[4]))
+        .args(vec![out(4096 * 8 * 8), val(1u32), val(2u32)]);
     reqd_prototype: Case::new(ATTRS, "attrs")
-        .at(&[16], &[512], Some(&[8]))
-        .args(vec![out(512 * 4)]);
+        .at(&[16], &[8192], Some(&[8]))
+        .args(vec![out(8192 * 4)]);
     reqd_attribute_after: Case::new(ATTRS, "attrs_after")
-        .at(&[16], &[512], Some(&[8]))
-        .args(vec![out(512 * 4)]);
+        .at(&[16], &[8192], Some(&[8]))
+        .args(vec![out(8192 * 4)]);
     reqd_16: Case::new(REQD16, "reqd16")
-        .at(&[32], &[1024], Some(&[16]))
-        .args(vec![out(1056 * 4)]);
+        .at(&[32], &[16384], Some(&[16]))
+        .args(vec![out(16416 * 4)]);
     multi_plain: Case::new(MULTI, "multi_plain")
-        .at(&[8], &[1024], Some(&[16]))
-        .args(vec![out(1032 * 4)]);
+        .at(&[8], &[16384], Some(&[16]))
+        .args(vec![out(16392 * 4)]);
     multi_group_id: Case::new(MULTI, "multi_gid")
-        .at(&[8], &[1024], Some(&[16]))
-        .args(vec![out(1032 * 4)]);
+        .at(&[8], &[16384], Some(&[16]))
+        .args(vec![out(16392 * 4)]);
     multi_global_size: Case::new(MULTI, "multi_size")
-        .at(&[8], &[1024], Some(&[16]))
-        .args(vec![out(1032 * 4)]);
+        .at(&[8], &[16384], Some(&[16]))
+        .args(vec![out(16392 * 4)]);
     offsets_1d: Case::new(OFFSETS, "offsets")
-        .at(&[77], &[2048], Some(&[32]))
-        .args(vec![out(2125 * 4)]);
+        .at(&[77], &[32768], Some(&[32]))
+        .args(vec![out(32845 * 4)]);
     coords_2d: Case::new(COORDS, "coords")
-        .at(&[2, 3], &[64, 32], Some(&[8, 4]))
-        .args(vec![out(64 * 32 * 4)]);
+        .at(&[2, 3], &[256, 128], Some(&[8, 4]))
+        .args(vec![out(256 * 128 * 4)]);
     mandelbrot_2d: Case::new(MANDEL, "mandel")
-        .at(&[0, 8], &[64, 64], Some(&[8, 8]))
-        .args(vec![out(64 * 64 * 4)]);
+        .at(&[0, 8], &[128, 128], Some(&[8, 8]))
+        .args(vec![out(128 * 128 * 4)]);
     group_sort_1d: Case::new(GROUP_SORT, "group_sort")
-        .at(&[16], &[512], Some(&[16]))
-        .args(vec![Arg::Buf(bytes(&words(528, 17))), out(512 * 4), Arg::Local(16 * 4)]);
+        .at(&[16], &[8192], Some(&[16]))
+        .args(vec![Arg::Buf(bytes(&words(8208, 17))), out(8192 * 4), Arg::Local(16 * 4)]);
     row_sums: Case::new(ROW_SUM, "row_sum")
-        .at(&[3], &[256], Some(&[8]))
-        .args(vec![Arg::Buf(small_ints(256 * 16, 18)), out(256 * 4), val(16i32)]);
+        .at(&[3], &[4096], Some(&[8]))
+        .args(vec![Arg::Buf(small_ints(4096 * 16, 18)), out(4096 * 4), val(16i32)]);
     groups_3d: Case::new(GROUPS_3D, "groups3d")
-        .at(&[4, 2, 2], &[8, 8, 32], Some(&[4, 2, 2]))
-        .args(vec![out(8 * 8 * 32 * 4)]);
+        .at(&[4, 2, 2], &[16, 16, 64], Some(&[4, 2, 2]))
+        .args(vec![out(16 * 16 * 64 * 4)]);
     matvec_rows: Case::new(MATVEC, "matvec")
-        .at(&[0], &[64 * 8], Some(&[8]))
-        .args(vec![Arg::Buf(small_ints(64 * 40, 19)), Arg::Buf(small_ints(40, 20)), out(64 * 4), val(40i32), Arg::Local(8 * 4)]);
+        .at(&[0], &[512 * 8], Some(&[8]))
+        .args(vec![Arg::Buf(small_ints(512 * 40, 19)), Arg::Buf(small_ints(40, 20)), out(512 * 4), val(40i32), Arg::Local(8 * 4)]);
     struct_argument: Case::new(WITH_STRUCT, "with_struct")
-        .at(&[10], &[512], Some(&[16]))
-        .args(vec![out(512 * 4), val([3i32, -7i32])]);
+        .at(&[10], &[16384], Some(&[16]))
+        .args(vec![out(16384 * 4), val([3i32, -7i32])]);
     vector_output: Case::new(VEC4, "vec4")
-        .at(&[6], &[512], Some(&[8]))
-        .args(vec![out(512 * 16)]);
+        .at(&[6], &[8192], Some(&[8]))
+        .args(vec![out(8192 * 16)]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -385,8 +381,8 @@ cases! {
 
 fn group_ids() -> Case {
     Case::new(BLOCK_ID_2D, "block_id_2d")
-        .at(&[4, 6], &[32, 64], Some(&[4, 8]))
-        .args(vec![out(32 * 64 * 4), val(32u32)])
+        .at(&[4, 6], &[256, 256], Some(&[4, 8]))
+        .args(vec![out(256 * 256 * 4), val(256u32)])
 }
 
 fn program_info(p: cl_program, what: cl_program_info) -> Vec<u8> {
@@ -538,7 +534,11 @@ fn binaries_round_trip_and_stay_sliceable() {
     // SAFETY: valid program and device.
     ok(unsafe { clBuildProgram(from_bin, 1, &sp.device, null(), None, null_mut()) });
     let k = sp.kernel(from_bin, c.kernel);
-    assert_eq!(num_args(k), 2, "CL_KERNEL_NUM_ARGS of the kernel from the binary");
+    assert_eq!(
+        num_args(k),
+        2,
+        "CL_KERNEL_NUM_ARGS of the kernel from the binary"
+    );
     let got = sliced_run(dir, &sp, true, "kernel from a binary", || {
         launch(&sp, &c, k, c.local.as_deref())
     });
@@ -627,11 +627,15 @@ fn the_build_notification_comes_once_with_the_applications_program() {
                 &mut seen as *mut (u32, cl_program) as *mut c_void,
             )
         });
-        mc::eventually("the notification", std::time::Duration::from_secs(10), || {
-            // SAFETY: a plain read of a value the callback writes.
-            let n = unsafe { std::ptr::read_volatile(&seen.0) };
-            n > 0
-        });
+        mc::eventually(
+            "the notification",
+            std::time::Duration::from_secs(10),
+            || {
+                // SAFETY: a plain read of a value the callback writes.
+                let n = unsafe { std::ptr::read_volatile(&seen.0) };
+                n > 0
+            },
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
         assert_eq!(seen, (1, p), "{src}");
         // SAFETY: our program.
@@ -647,8 +651,8 @@ fn a_rewrite_that_does_not_build_falls_back_to_the_original() {
     let (dir, _g) = setup();
     for (src, sliced) in [(FALLBACK, false), (FALLBACK_CONTROL, true)] {
         let c = Case::new(src, "fallback")
-            .at(&[8], &[1024], Some(&[16]))
-            .args(vec![out(1032 * 4)]);
+            .at(&[8], &[16384], Some(&[16]))
+            .args(vec![out(16392 * 4)]);
         let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
         let sp = Env::sp();
         let before = mc::my_slices(dir);
@@ -660,7 +664,10 @@ fn a_rewrite_that_does_not_build_falls_back_to_the_original() {
             mc::finish(sp.queue);
             std::thread::sleep(std::time::Duration::from_millis(100));
             let slices = mc::my_slices(dir) - before;
-            assert!(slices <= 1, "the fallback program was sliced: {slices} slices");
+            assert!(
+                slices <= 1,
+                "the fallback program was sliced: {slices} slices"
+            );
         }
     }
 }

@@ -679,3 +679,17 @@ fn build_errors_keep_their_line_numbers() {
     assert_eq!(error_line(&original), 7, "{original}");
     assert_eq!(error_line(&new), 7, "{new}");
 }
+
+/// The program `tests/managed_rewrite.rs` uses for the fallback: the rewrite accepts it,
+/// its rewritten source does not build, the original does.
+#[test]
+fn the_fallback_corpus_program_needs_the_fallback() {
+    let cl = Cl::get();
+    let r = rewrite(&analyse_with_options(FALLBACK, &[], "")).expect("rewrite");
+    assert_eq!(r.kernels, [("fallback".to_string(), 1)]);
+    cl.build(&r.source, &[], "")
+        .expect_err("the rewrite must not build");
+    let original = cl.build(FALLBACK, &[], "").expect("the original builds");
+    // SAFETY: our program, no longer used.
+    unsafe { clReleaseProgram(original) };
+}

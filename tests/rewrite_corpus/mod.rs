@@ -143,7 +143,6 @@ kernel void non_uniform(global uint* o) {
     o[i] = get_group_id(0) * 100 + get_num_groups(0) * 10 + get_local_size(0) + 10000 * get_enqueued_local_size(0);
 }";
 
-
 pub const REDUCE_INT: &str = "
 kernel void reduce_int(global const uint* in, global uint* out, local uint* s) {
     size_t l = get_local_id(0);

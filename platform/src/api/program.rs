@@ -177,7 +177,11 @@ pub fn create_program_with_binary(
             program: None,
             info,
         });
-        *check(h)?.get().exec.lock().unwrap_or_else(|e| e.into_inner()) = Some(exec);
+        *check(h)?
+            .get()
+            .exec
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(exec);
     }
     Ok(h)
 }
@@ -602,7 +606,9 @@ pub fn link_program(
     } else {
         // "CL_INVALID_PROGRAM if programs specified in input_programs are not valid
         // program objects."
-        unwrap_list::<Program, _>(num_input_programs, input_programs, |p| p.get().exec_handle())?
+        unwrap_list::<Program, _>(num_input_programs, input_programs, |p| {
+            p.get().exec_handle()
+        })?
     };
     let inputs_ptr = if inputs.is_empty() {
         std::ptr::null()

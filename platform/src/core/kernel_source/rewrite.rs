@@ -51,6 +51,9 @@ pub struct Rewritten {
 const PARAM: &str = "__sp_geom";
 const PARAM_DECL: &str = "ulong16 __sp_geom";
 
+/// See [`Rewriter::prototypes`].
+const PSABI: &str = "_Pragma(\"clang diagnostic ignored \\\"-Wpsabi\\\"\") ";
+
 /// Bytes of the hidden argument's value.
 pub const GEOMETRY_ARG_SIZE: usize = 128;
 
@@ -249,9 +252,12 @@ impl Rewriter<'_> {
         format!("__sp_{}_{}", REPLACEMENTS[i].0, self.suffix)
     }
 
-    /// Prototypes of the replacements, on one line.
+    /// Prototypes of the replacements, on one line. Clang (PoCL) warns at every call that
+    /// passes a `ulong16` by value on x86 without AVX-512 ("changes the ABI"): the
+    /// application's build log must not fill with notes about code it did not write, and
+    /// `_Pragma` silences them without a line of its own.
     fn prototypes(&self) -> String {
-        let mut out = String::new();
+        let mut out = String::from(PSABI);
         for (i, (_, dim)) in REPLACEMENTS.iter().enumerate() {
             let dim = if *dim { ", uint" } else { "" };
             out += &format!("size_t {}(ulong16{dim}); ", self.replacement(i));
