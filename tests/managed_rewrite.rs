@@ -110,13 +110,17 @@ fn work_group_independent(source: &str) -> bool {
 }
 
 /// Builds the case's program on `env`, runs it once, and reads back every buffer.
+///
+/// Kernels launched through these helpers are never released: the slice planner learns
+/// per kernel handle, and a new kernel at a released one's address would inherit what was
+/// learned (a fast kernel's launch may then rightly fit in one slice); a fresh kernel
+/// starts with one work-group row and grows, so it is always cut.
 fn run(env: &Env, c: &Case, local: Option<&[usize]>) -> Vec<Vec<u8>> {
     let prog = mc::build(env, c.source, c.options).unwrap_or_else(|e| panic!("{e}"));
     let k = env.kernel(prog, c.kernel);
     let outs = launch(env, c, k, local);
     // SAFETY: our own kernel and program, no longer used.
     unsafe {
-        clReleaseKernel(k);
         clReleaseProgram(prog);
     }
     outs
@@ -545,7 +549,6 @@ fn binaries_round_trip_and_stay_sliceable() {
     assert!(want == got, "{}", mc::first_difference(&want[0], &got[0]));
     // SAFETY: our objects.
     unsafe {
-        clReleaseKernel(k);
         clReleaseProgram(from_bin);
         clReleaseProgram(p);
     }
@@ -570,8 +573,6 @@ fn cloned_kernels_keep_the_geometry() {
     assert!(want == got, "{}", mc::first_difference(&want[0], &got[0]));
     // SAFETY: our objects.
     unsafe {
-        clReleaseKernel(clone);
-        clReleaseKernel(k);
         clReleaseProgram(p);
     }
 }
@@ -670,4 +671,79 @@ fn a_rewrite_that_does_not_build_falls_back_to_the_original() {
             );
         }
     }
+}
+
+/// Compiles `COMPILED` with its header and links it, on `env`.
+fn compile_and_link(env: &Env) -> cl_program {
+    let source = |text: &str| {
+        let c = CString::new(text).unwrap();
+        let ptr = c.as_ptr();
+        let mut err = 0;
+        // SAFETY: one NUL-terminated source string.
+        let p = unsafe { clCreateProgramWithSource(env.context, 1, &ptr, null(), &mut err) };
+        ok(err);
+        p
+    };
+    let (main, header) = (source(COMPILED), source(GROUPS_H));
+    let name = CString::new("groups.h").unwrap();
+    let mut names = [name.as_ptr()];
+    // SAFETY: one header program and its include name.
+    ok(unsafe {
+        clCompileProgram(
+            main,
+            1,
+            &env.device,
+            null(),
+            1,
+            &header,
+            names.as_mut_ptr(),
+            None,
+            null_mut(),
+        )
+    });
+    let mut err = 0;
+    // SAFETY: one compiled program.
+    let linked = unsafe {
+        clLinkProgram(
+            env.context,
+            1,
+            &env.device,
+            null(),
+            1,
+            &main,
+            None,
+            null_mut(),
+            &mut err,
+        )
+    };
+    ok(err);
+    // SAFETY: our programs; the linked one holds what it needs.
+    unsafe {
+        clReleaseProgram(main);
+        clReleaseProgram(header);
+    }
+    linked
+}
+
+#[test]
+fn compiled_with_headers_and_linked() {
+    let (dir, _g) = setup();
+    let c = Case::new(COMPILED, "compiled")
+        .at(&[8], &[16384], Some(&[16]))
+        .args(vec![out(16384 * 4)]);
+    let go = |env: &Env| {
+        let p = compile_and_link(env);
+        let k = env.kernel(p, "compiled");
+        assert_eq!(num_args(k), 1);
+        let r = launch(env, &c, k, c.local.as_deref());
+        // SAFETY: our objects.
+        unsafe {
+            clReleaseProgram(p);
+        }
+        r
+    };
+    let want = go(&Env::new(bare_platform()));
+    let sp = Env::sp();
+    let got = sliced_run(dir, &sp, true, "compiled and linked", || go(&sp));
+    assert!(want == got, "{}", mc::first_difference(&want[0], &got[0]));
 }

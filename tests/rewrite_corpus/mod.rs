@@ -383,3 +383,14 @@ pub const FALLBACK_CONTROL: &str = "
 kernel void fallback(global uint* o) {
     o[get_global_id(0)] = (uint)(get_group_id(0) * 1000 + get_num_groups(0));
 }";
+
+/// Compiled with the header [`GROUPS_H`] (`clCompileProgram`), then linked.
+pub const COMPILED: &str = "
+#include \"groups.h\"
+kernel void compiled(global uint* o) {
+    o[get_global_id(0) - get_global_offset(0)] = (uint)(GROUP_LINEAR * 10u + SIZE0);
+}";
+pub const GROUPS_H: &str = "
+#define GROUP_LINEAR (get_group_id(1) * get_num_groups(0) + get_group_id(0))
+#define SIZE0 get_global_size(0)
+";

@@ -363,33 +363,54 @@ pub fn build_program(
     let (p, devs, notify) = build_args(program, num_devices, device_list, pfn_notify, user_data)?;
     unhook(p)?;
     analyse(p, options, None);
-    // "CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL": the vendor says
-    // so on the original below.
-    let tried = if pfn_notify.is_some() || user_data.is_null() {
-        match rewritten_build(p, &devs, options) {
-            Ok(Some(exec)) => {
-                *p.exec.lock().unwrap_or_else(|e| e.into_inner()) = Some(exec);
-                // Built synchronously (which the spec allows even with a notification):
-                // the application hears of its own program once.
-                if let Some(n) = notify {
-                    let h = n.handle_for(std::ptr::null_mut());
-                    // SAFETY: the application's callback, with its own program and data.
-                    unsafe { (n.func)(h, n.user_data) };
-                }
-                return Ok(());
-            }
-            Ok(None) => None,
-            Err(why) => Some(why),
-        }
-    } else {
-        None
+    let tried = match use_rewrite(p, &devs, options, None, pfn_notify.is_some(), user_data) {
+        Ok(()) => return finished(notify),
+        Err(why) => why,
     };
     let (f, data) = Notify::vendor_args(&notify, user_data);
     let r = vtry!(
         p.inner.vt,
         clBuildProgram(p.inner.h, devs.len(), devs.ptr(), options, f, data)
     );
-    if let (Ok(()), Some(why)) = (&r, tried) {
+    fell_back(p, &r, tried);
+    r
+}
+
+/// Builds (or compiles, with `headers`) the rewritten source instead of the original, if
+/// the program has one: `Ok` when that is done and the executable recorded; otherwise
+/// the caller builds the original, and `Err(Some(why))` says why the rewrite failed.
+fn use_rewrite(
+    p: &Program,
+    devs: &Devices,
+    options: *const c_char,
+    headers: Option<&[*const c_char]>,
+    notify: bool,
+    user_data: *mut c_void,
+) -> Result<(), Option<String>> {
+    // "CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL": the vendor says
+    // so on the original.
+    if !notify && !user_data.is_null() {
+        return Err(None);
+    }
+    let exec = rewritten_build(p, devs, options, headers)?.ok_or(None)?;
+    *p.exec.lock().unwrap_or_else(|e| e.into_inner()) = Some(exec);
+    Ok(())
+}
+
+/// After a rewritten build, done synchronously (which the spec allows even with a
+/// notification): the application hears of its own program once.
+fn finished(notify: Option<Arc<Notify>>) -> CLResult<()> {
+    if let Some(n) = notify {
+        let h = n.handle_for(std::ptr::null_mut());
+        // SAFETY: the application's callback, with its own program and data.
+        unsafe { (n.func)(h, n.user_data) };
+    }
+    Ok(())
+}
+
+/// Logs once why a program that built from its original source was not rewritten.
+fn fell_back(p: &Program, r: &CLResult<()>, tried: Option<String>) {
+    if let (Ok(()), Some(why)) = (r, tried) {
         // The original built where the rewrite did not: its kernels that read the
         // geometry are never sliced (their analysis says so without the rewrite).
         let origin = p.origin.lock().unwrap_or_else(|e| e.into_inner());
@@ -402,7 +423,6 @@ pub fn build_program(
             "softpreempt: the rewritten program did not build, so the original was built and its kernels that read the launch geometry are never sliced: {why}"
         );
     }
-    r
 }
 
 /// Before a build or compile: forgets the rewritten executable of an earlier build.
@@ -421,12 +441,15 @@ fn unhook(p: &Program) -> CLResult<()> {
 }
 
 /// Builds the rewritten source of a source program whose kernels read the geometry, as
-/// a second vendor program in the same context. `Ok(None)`: no rewrite applies;
-/// `Err(why)`: the rewritten build failed (the caller builds the original).
+/// a second vendor program in the same context; compiles it instead when given the
+/// include names of `clCompileProgram`'s headers (whose rewritten texts become vendor
+/// programs too). `Ok(None)`: no rewrite applies; `Err(why)`: the rewritten build failed
+/// (the caller builds the original).
 fn rewritten_build(
     p: &Program,
     devs: &Devices,
     options: *const c_char,
+    include_names: Option<&[*const c_char]>,
 ) -> Result<Option<Arc<Exec>>, String> {
     let Some(analysis) = p
         .origin
@@ -439,37 +462,91 @@ fn rewritten_build(
     let Some(r) = crate::core::kernel_source::rewrite(&analysis) else {
         return Ok(None);
     };
-    if r.kernels.is_empty() {
+    // Helpers whose signature changed must not be called from another compilation unit;
+    // the headers come back in the order given.
+    let separate =
+        include_names.is_some_and(|n| !r.helpers.is_empty() || n.len() != r.headers.len());
+    if r.kernels.is_empty() || separate {
         return Ok(None);
     }
     let c = &p.context.get().inner;
-    let create = || -> CLResult<cl_program> {
-        let mut text = r.source.as_ptr() as *const c_char;
-        let len = r.source.len();
-        vcreate!(c.vt, clCreateProgramWithSource(c.h, 1, &mut text, &len))
+    let new_program = |text: &str| -> CLResult<cl_program> {
+        let mut ptr = text.as_ptr() as *const c_char;
+        let len = text.len();
+        vcreate!(c.vt, clCreateProgramWithSource(c.h, 1, &mut ptr, &len))
     };
-    let inner = c.child(create().map_err(|e| format!("creating it failed ({e})"))?);
-    let build = || {
-        vtry!(
-            inner.vt,
-            clBuildProgram(
-                inner.h,
-                devs.len(),
-                devs.ptr(),
-                options,
-                None,
-                std::ptr::null_mut()
-            )
-        )
+    let create = |text: &str| -> Result<Exec, String> {
+        let h = new_program(text).map_err(|e| format!("creating it failed ({e})"))?;
+        Ok(Exec {
+            program: Some(c.child(h)),
+            info: Arc::new(RewriteInfo {
+                kernels: Vec::new(),
+                analyses: Vec::new(),
+            }),
+        })
+    };
+    let mut exec = create(&r.source)?;
+    let Some(inner) = exec.program.clone() else {
+        return Ok(None);
+    };
+    // Released when dropped, after the compile.
+    let headers = match include_names {
+        Some(_) => r
+            .headers
+            .iter()
+            .map(|(_, text)| create(text))
+            .collect::<Result<Vec<Exec>, String>>()?,
+        None => Vec::new(),
+    };
+    let handles: Vec<cl_program> = headers
+        .iter()
+        .filter_map(|h| h.program.as_ref().map(|p| p.h))
+        .collect();
+    let build = || -> CLResult<()> {
+        match include_names {
+            None => vtry!(
+                inner.vt,
+                clBuildProgram(
+                    inner.h,
+                    devs.len(),
+                    devs.ptr(),
+                    options,
+                    None,
+                    std::ptr::null_mut()
+                )
+            ),
+            Some(names) => {
+                let mut names = names.to_vec();
+                vtry!(
+                    inner.vt,
+                    clCompileProgram(
+                        inner.h,
+                        devs.len(),
+                        devs.ptr(),
+                        options,
+                        handles.len() as cl_uint,
+                        if handles.is_empty() {
+                            std::ptr::null()
+                        } else {
+                            handles.as_ptr()
+                        },
+                        if names.is_empty() {
+                            std::ptr::null_mut()
+                        } else {
+                            names.as_mut_ptr()
+                        },
+                        None,
+                        std::ptr::null_mut()
+                    )
+                )
+            }
+        }
     };
     let built = build();
-    let exec = Exec {
-        program: Some(inner),
-        info: Arc::new(RewriteInfo {
-            kernels: r.kernels,
-            analysis,
-        }),
-    };
+    exec.info = Arc::new(RewriteInfo {
+        kernels: r.kernels,
+        analyses: vec![analysis],
+    });
     match built {
         Ok(()) => Ok(Some(Arc::new(exec))),
         // Dropping `exec` releases the program.
@@ -524,13 +601,34 @@ pub fn compile_program(
     } else {
         headers.as_ptr()
     };
-    match header_sources(num_input_headers, input_headers, header_include_names) {
-        Some(h) => analyse(p, options, Some(h)),
+    let tried = match header_sources(num_input_headers, input_headers, header_include_names) {
+        Some(h) => {
+            analyse(p, options, Some(h));
+            let names = crate::core::args::slice(
+                header_include_names as *const *const c_char,
+                num_input_headers as usize,
+            )
+            .unwrap_or(&[]);
+            match use_rewrite(
+                p,
+                &devs,
+                options,
+                Some(names),
+                pfn_notify.is_some(),
+                user_data,
+            ) {
+                Ok(()) => return finished(notify),
+                Err(why) => why,
+            }
+        }
         // A header without source text: what the code reads cannot be known.
-        None => *p.origin.lock().unwrap_or_else(|e| e.into_inner()) = Origin::Opaque,
-    }
+        None => {
+            *p.origin.lock().unwrap_or_else(|e| e.into_inner()) = Origin::Opaque;
+            None
+        }
+    };
     let (f, data) = Notify::vendor_args(&notify, user_data);
-    vtry!(
+    let r = vtry!(
         p.inner.vt,
         clCompileProgram(
             p.inner.h,
@@ -543,7 +641,9 @@ pub fn compile_program(
             f,
             data
         )
-    )
+    );
+    fell_back(p, &r, tried);
+    r
 }
 
 /// Analyses a source program for slicing, before the vendor builds it, so its kernels
@@ -649,8 +749,28 @@ pub fn link_program(
     if let Ok(p) = Obj::<Program>::check(linked) {
         *p.get().origin.lock().unwrap_or_else(|e| e.into_inner()) =
             origins(num_input_programs, input_programs);
+        *p.get().exec.lock().unwrap_or_else(|e| e.into_inner()) =
+            linked_exec(num_input_programs, input_programs);
     }
     Ok(linked)
+}
+
+/// A linked program holds the rewritten kernels of its inputs (compiled from rewritten
+/// source, see [`compile_program`]).
+fn linked_exec(n: cl_uint, list: *const cl_program) -> Option<Arc<Exec>> {
+    let inputs = crate::core::args::slice(list, n as usize).unwrap_or(&[]);
+    let execs: Vec<Arc<Exec>> = inputs
+        .iter()
+        .filter_map(|&p| Obj::<Program>::check(p).ok()?.get().exec())
+        .collect();
+    if execs.is_empty() {
+        return None;
+    }
+    let info = RewriteInfo::merged(execs.iter().map(|e| &*e.info));
+    Some(Arc::new(Exec {
+        program: None,
+        info: Arc::new(info),
+    }))
 }
 
 /// The origins of a link's input programs (already checked by the vendor call).

@@ -25,17 +25,38 @@ use crate::core::kernel_source::Analysis;
 /// The hidden parameter's name in rewritten sources.
 pub const HIDDEN_NAME: &str = "__sp_geom";
 
-/// What the rewrite of one program said.
+/// What the rewrite of one program (or of the inputs of one link) said.
 pub struct RewriteInfo {
     /// Each kernel that takes the hidden argument, and its index.
     pub kernels: Vec<(String, u32)>,
-    /// The original source's analysis (sliceability of every kernel).
-    pub analysis: Arc<Analysis>,
+    /// The original sources' analyses (sliceability of every kernel).
+    pub analyses: Vec<Arc<Analysis>>,
 }
 
 impl RewriteInfo {
     pub fn hidden(&self, kernel: &str) -> Option<u32> {
         self.kernels.iter().find(|k| k.0 == kernel).map(|k| k.1)
+    }
+
+    /// The analysis of the source that defines `kernel`.
+    pub fn analysis(&self, kernel: &str) -> Option<&Analysis> {
+        self.analyses
+            .iter()
+            .map(|a| &**a)
+            .find(|a| a.kernel(kernel).is_some())
+    }
+
+    /// The union of several programs' rewrites (the inputs of a link).
+    pub fn merged<'a>(infos: impl Iterator<Item = &'a RewriteInfo>) -> RewriteInfo {
+        let mut out = RewriteInfo {
+            kernels: Vec::new(),
+            analyses: Vec::new(),
+        };
+        for i in infos {
+            out.kernels.extend(i.kernels.iter().cloned());
+            out.analyses.extend(i.analyses.iter().cloned());
+        }
+        out
     }
 }
 

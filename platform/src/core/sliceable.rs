@@ -111,7 +111,10 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// Whether `kernel` of a program built from rewritten code may be sliced: those with the
 /// hidden geometry argument read the whole launch's geometry from it.
 pub fn of_rewritten(info: &RewriteInfo, kernel: &str) -> Sliceable {
-    of_analysed(&info.analysis, kernel, info.hidden(kernel).is_some())
+    match info.analysis(kernel) {
+        Some(a) => of_analysed(a, kernel, info.hidden(kernel).is_some()),
+        None => Sliceable::No("kernel not found in the program source".into()),
+    }
 }
 
 /// Whether `kernel` of a program of `origin` may be sliced.
