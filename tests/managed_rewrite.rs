@@ -390,10 +390,12 @@ fn group_ids() -> Case {
 }
 
 fn program_info(p: cl_program, what: cl_program_info) -> Vec<u8> {
+    // SAFETY: a vendor info query with the buffer and sizes info_* passes.
     common::info_bytes(|s, v, r| unsafe { clGetProgramInfo(p, what, s, v, r) })
 }
 
 fn num_args(k: cl_kernel) -> cl_uint {
+    // SAFETY: a vendor info query with the buffer and sizes info_* passes.
     common::info_scalar(|s, v, r| unsafe { clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, s, v, r) })
 }
 
@@ -407,6 +409,7 @@ fn build_log(env: &Env, src: &str) -> (cl_int, String) {
     ok(err);
     // SAFETY: valid program and device.
     let rc = unsafe { clBuildProgram(p, 1, &env.device, null(), None, null_mut()) };
+    // SAFETY: a vendor info query with the buffer and sizes info_* passes.
     let log = common::info_bytes(|s, v, r| unsafe {
         clGetProgramBuildInfo(p, env.device, CL_PROGRAM_BUILD_LOG, s, v, r)
     });
@@ -503,6 +506,7 @@ fn binaries_round_trip_and_stay_sliceable() {
     let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
     let sp = Env::sp();
     let p = mc::build(&sp, c.source, "").unwrap();
+    // SAFETY: a vendor info query with the buffer and sizes info_* passes.
     let size: usize = common::info_scalar(|s, v, r| unsafe {
         clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, s, v, r)
     });
