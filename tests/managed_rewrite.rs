@@ -499,13 +499,8 @@ fn the_hidden_argument_is_no_argument() {
     assert_eq!(sp.4, CL_INVALID_ARG_INDEX);
 }
 
-#[test]
-fn binaries_round_trip_and_stay_sliceable() {
-    let (dir, _g) = setup();
-    let c = group_ids();
-    let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
-    let sp = Env::sp();
-    let p = mc::build(&sp, c.source, "").unwrap();
+/// The binary of a program built through SoftPreempt (one device).
+fn binary_of(p: cl_program) -> Vec<u8> {
     // SAFETY: a vendor info query with the buffer and sizes info_* passes.
     let size: usize = common::info_scalar(|s, v, r| unsafe {
         clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, s, v, r)
@@ -522,16 +517,20 @@ fn binaries_round_trip_and_stay_sliceable() {
             null_mut(),
         )
     });
+    bin
+}
+
+/// A built program from `bin`, and its kernel `name`.
+fn from_binary(env: &Env, bin: &[u8], name: &str) -> cl_kernel {
     let bin_ptr = bin.as_ptr();
-    let mut status = 0;
-    let mut err = 0;
-    // SAFETY: one device, one binary of `size` bytes.
-    let from_bin = unsafe {
+    let (mut status, mut err) = (0, 0);
+    // SAFETY: one device, one binary of `bin.len()` bytes.
+    let p = unsafe {
         clCreateProgramWithBinary(
-            sp.context,
+            env.context,
             1,
-            &sp.device,
-            &size,
+            &env.device,
+            &bin.len(),
             &bin_ptr as *const *const u8 as *mut *const u8,
             &mut status,
             &mut err,
@@ -540,8 +539,21 @@ fn binaries_round_trip_and_stay_sliceable() {
     ok(err);
     ok(status);
     // SAFETY: valid program and device.
-    ok(unsafe { clBuildProgram(from_bin, 1, &sp.device, null(), None, null_mut()) });
-    let k = sp.kernel(from_bin, c.kernel);
+    ok(unsafe { clBuildProgram(p, 1, &env.device, null(), None, null_mut()) });
+    let k = env.kernel(p, name);
+    // SAFETY: the kernel holds its program.
+    unsafe { clReleaseProgram(p) };
+    k
+}
+
+#[test]
+fn binaries_round_trip_and_stay_sliceable() {
+    let (dir, _g) = setup();
+    let c = group_ids();
+    let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
+    let sp = Env::sp();
+    let p = mc::build(&sp, c.source, "").unwrap();
+    let k = from_binary(&sp, &binary_of(p), c.kernel);
     assert_eq!(
         num_args(k),
         2,
@@ -551,11 +563,65 @@ fn binaries_round_trip_and_stay_sliceable() {
         launch(&sp, &c, k, c.local.as_deref())
     });
     assert!(want == got, "{}", mc::first_difference(&want[0], &got[0]));
-    // SAFETY: our objects.
-    unsafe {
-        clReleaseProgram(from_bin);
-        clReleaseProgram(p);
-    }
+    // SAFETY: our program.
+    unsafe { clReleaseProgram(p) };
+}
+
+const BINARY_FILE: &str = "SP_TEST_REWRITTEN_BINARY";
+
+/// Another process does not know the binary's digest: its kernels still hide the
+/// argument (found by name) and give the same results, but are not sliced.
+#[test]
+fn binaries_loaded_by_another_process_hide_the_argument() {
+    let _g = setup();
+    let sp = Env::sp();
+    let p = mc::build(&sp, group_ids().source, "").unwrap();
+    let file = mc::private_dir("binary").join("rewritten.bin");
+    std::fs::write(&file, binary_of(p)).unwrap();
+    // SAFETY: our program.
+    unsafe { clReleaseProgram(p) };
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "binary_child", "--nocapture", "--test-threads=1"])
+        .env(BINARY_FILE, &file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("binary child ok"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The other process of [`binaries_loaded_by_another_process_hide_the_argument`].
+#[test]
+fn binary_child() {
+    let Ok(file) = std::env::var(BINARY_FILE) else {
+        return;
+    };
+    let (dir, _g) = setup();
+    let c = group_ids();
+    let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
+    let sp = Env::sp();
+    let k = from_binary(&sp, &std::fs::read(file).unwrap(), c.kernel);
+    assert_eq!(
+        num_args(k),
+        2,
+        "CL_KERNEL_NUM_ARGS of the kernel from the binary"
+    );
+    let got = sliced_run(dir, &sp, false, "foreign binary", || {
+        let before = mc::my_slices(dir);
+        let got = launch(&sp, &c, k, c.local.as_deref());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let slices = mc::my_slices(dir) - before;
+        assert!(
+            slices <= 1,
+            "a foreign binary's kernel was sliced: {slices}"
+        );
+        got
+    });
+    assert!(want == got, "{}", mc::first_difference(&want[0], &got[0]));
+    println!("binary child ok");
 }
 
 #[test]
