@@ -107,10 +107,10 @@ fn foreign_hidden(program: &Program, k: &Inner<cl_kernel>, n: usize) -> Option<c
         *program.origin.lock().unwrap_or_else(|e| e.into_inner()),
         crate::core::sliceable::Origin::Binary(_)
     );
-    let last = n.checked_sub(1)? as cl_uint;
     if !binary {
         return None;
     }
+    let last = n.checked_sub(1)? as cl_uint;
     let name = arg_info(k, last, CL_KERNEL_ARG_NAME).ok()?;
     (info_string(&name) == crate::core::rewritten::HIDDEN_NAME).then_some(last)
 }
