@@ -454,7 +454,15 @@ fn program_source_names_and_argument_counts_are_the_applications() {
         // SAFETY: room for three kernels.
         ok(unsafe { clCreateKernelsInProgram(p, 3, ks.as_mut_ptr(), null_mut()) });
         let args: Vec<cl_uint> = ks.iter().map(|&k| num_args(k)).collect();
-        (source, names, count, args)
+        // SAFETY: a vendor info query with the buffer and sizes info_* passes.
+        let log = common::info_bytes(|s, v, r| unsafe {
+            clGetProgramBuildInfo(p, env.device, CL_PROGRAM_BUILD_LOG, s, v, r)
+        });
+        // SAFETY: a vendor info query with the buffer and sizes info_* passes.
+        let status: cl_build_status = common::info_scalar(|s, v, r| unsafe {
+            clGetProgramBuildInfo(p, env.device, CL_PROGRAM_BUILD_STATUS, s, v, r)
+        });
+        (source, names, count, args, common::cstr(&log), status)
     };
     let bare = info(&Env::new(bare_platform()));
     let sp = info(&Env::sp());
@@ -463,6 +471,9 @@ fn program_source_names_and_argument_counts_are_the_applications() {
     assert_eq!(sp.2, bare.2, "CL_PROGRAM_NUM_KERNELS");
     assert_eq!(sp.3, bare.3, "CL_KERNEL_NUM_ARGS");
     assert_eq!(sp.3, [1, 1, 1]);
+    // No notes about code the application did not write.
+    assert_eq!(sp.4, bare.4, "CL_PROGRAM_BUILD_LOG");
+    assert_eq!((sp.5, bare.5), (CL_BUILD_SUCCESS, CL_BUILD_SUCCESS));
 }
 
 #[test]
