@@ -14,6 +14,10 @@ use std::ffi::{c_void, CString};
 use std::ptr::{null, null_mut};
 use std::sync::OnceLock;
 
+#[path = "../../tests/rewrite_corpus/mod.rs"]
+mod corpus;
+use corpus::*;
+
 struct Cl {
     device: cl_device_id,
     context: cl_context,
@@ -441,146 +445,6 @@ macro_rules! cases {
     };
 }
 
-const REDUCE: &str = "
-kernel void reduce(global const float* in, global float* out, local float* scratch) {
-    size_t lid = get_local_id(0);
-    scratch[lid] = in[get_global_id(0) - get_global_offset(0)];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {
-        if (lid < s)
-            scratch[lid] += scratch[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0)
-        out[get_group_id(0)] = scratch[0];
-}";
-
-const GEMM: &str = "
-#define TS 4
-kernel void gemm(global const float* A, global const float* B, global float* C, int K) {
-    const size_t row = get_local_id(1), col = get_local_id(0);
-    const size_t N = get_num_groups(0) * TS; /* columns of C and B */
-    const size_t gr = get_group_id(1) * TS + row, gc = get_group_id(0) * TS + col;
-    local float As[TS][TS], Bs[TS][TS];
-    float acc = 0.0f;
-    for (int t = 0; t < K / TS; t++) {
-        As[row][col] = A[gr * K + t * TS + col];
-        Bs[row][col] = B[(t * TS + row) * N + gc];
-        barrier(CLK_LOCAL_MEM_FENCE);
-        for (int k = 0; k < TS; k++)
-            acc += As[row][k] * Bs[k][col];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    C[gr * N + gc] = acc;
-}";
-
-const BLUR: &str = "
-kernel void blur(global const float* in, global float* out) {
-    int x = get_global_id(0) - get_global_offset(0), y = get_global_id(1) - get_global_offset(1);
-    int w = get_global_size(0), h = get_global_size(1);
-    float s = 0.0f;
-    for (int dy = -1; dy <= 1; dy++)
-        for (int dx = -1; dx <= 1; dx++)
-            s += in[clamp(y + dy, 0, h - 1) * w + clamp(x + dx, 0, w - 1)];
-    out[y * w + x] = s;
-}";
-
-const HEAT: &str = "
-kernel void heat(global const float* in, global float* out) {
-    size_t x = get_global_id(0) - get_global_offset(0);
-    size_t y = get_global_id(1) - get_global_offset(1);
-    size_t z = get_global_id(2) - get_global_offset(2);
-    size_t nx = get_global_size(0), ny = get_global_size(1), nz = get_global_size(2);
-    size_t i = (z * ny + y) * nx + x;
-    float c = in[i];
-    float xm = x > 0 ? in[i - 1] : c, xp = x + 1 < nx ? in[i + 1] : c;
-    float ym = y > 0 ? in[i - nx] : c, yp = y + 1 < ny ? in[i + nx] : c;
-    float zm = z > 0 ? in[i - nx * ny] : c, zp = z + 1 < nz ? in[i + nx * ny] : c;
-    out[i] = c + 0.125f * (xm + xp + ym + yp + zm + zp - 6.0f * c);
-}";
-
-const HIST: &str = "
-kernel void hist(global const uint* data, uint n, global uint* bins) {
-    for (size_t i = get_global_id(0) - get_global_offset(0); i < n; i += get_global_size(0))
-        atomic_inc(&bins[data[i] % 16]);
-}";
-
-const HELPERS: &str = "
-#define GID(d) get_group_id(d)
-#define ROW_OF(x) group_row(x)
-size_t group_row(uint d) { return GID(d) * get_num_groups(0); }
-size_t linear_group(void);
-size_t pure_helper(size_t x) { return x * 3; }
-kernel void helpers(global ulong* out) {
-    size_t x = get_global_id(0) - get_global_offset(0), y = get_global_id(1) - get_global_offset(1);
-    out[y * get_global_size(0) + x] = linear_group() * 1000 + pure_helper(get_local_id(0));
-}
-kernel void outer(global ulong* out) { helpers(out); }
-size_t linear_group(void) { return ROW_OF(1) + get_group_id(0); }
-";
-
-const LINEAR: &str = "
-kernel void linear(global uint* out) {
-    size_t l = get_global_linear_id();
-    out[l] = (uint)l ^ ((uint)get_global_id(2) << 16);
-}";
-
-const DIMS: &str = "
-kernel void dims(global ulong* out, uint a, uint b) {
-    size_t i = get_global_id(0) - get_global_offset(0);
-    out[i * 8 + 0] = get_group_id(0) + 100 * get_num_groups(0);
-    out[i * 8 + 1] = get_global_size(0) + 100000 * get_global_offset(0);
-    out[i * 8 + 2] = get_group_id(a) + 10 * get_num_groups(a) + 100 * get_global_size(a) + 1000 * get_global_offset(a);
-    out[i * 8 + 3] = get_group_id(b) + 10 * get_num_groups(b) + 100 * get_global_size(b) + 1000 * get_global_offset(b);
-    out[i * 8 + 4] = get_group_id(1) + 10 * get_num_groups(2) + 100 * get_global_size(1) + 1000 * get_global_offset(2);
-    out[i * 8 + 5] = get_work_dim();
-    out[i * 8 + 6] = get_global_id(0);
-    out[i * 8 + 7] = get_local_id(0);
-}";
-
-const ATTRS: &str = "
-__kernel __attribute__((reqd_work_group_size(8, 1, 1))) void attrs(__global int* o);
-size_t later(void);
-
-__kernel __attribute__((reqd_work_group_size(8, 1, 1))) void attrs(__global int* o) {
-    o[get_global_id(0) - get_global_offset(0)] = (int)later();
-}
-kernel void attrs_after(global int* o) __attribute__((reqd_work_group_size(8, 1, 1))) {
-    o[get_global_id(0) - get_global_offset(0)] = get_group_id(0) + 100;
-}
-size_t later(void) { return get_group_id(0) * 7 + get_num_groups(0); }
-";
-
-const MACROS: &str = "
-#define HUNDRED(x) ((x) * 100)
-#define NG \\
-    get_num_groups(0)
-#define GID(d) get_group_id(d)
-#define BOTH GID(0) + NG
-kernel void macros(global uint* o) {
-    // get_global_size(0) in a comment is no use of it
-    o[get_global_id(0) - get_global_offset(0)] = HUNDRED(get_group_id(0)) + BOTH + sizeof(\"get_global_size(0)\");
-}";
-
-const WITH_HEADER: &str = "
-#include \"geom.h\"
-#include \"geom.h\"
-kernel void with_header(global uint* o) {
-    o[get_global_id(0) - get_global_offset(0)] = (uint)header_helper(0);
-}";
-const GEOM_H: &str = "
-#ifndef GEOM_H
-#define GEOM_H
-size_t header_helper(uint d) { return get_group_id(d) * 1000 + get_global_size(d); }
-#endif
-";
-
-const NON_UNIFORM: &str = "
-kernel void non_uniform(global uint* o) {
-    size_t i = get_global_id(0) - get_global_offset(0);
-    o[i] = get_group_id(0) * 100 + get_num_groups(0) * 10 + get_local_size(0) + 10000 * get_enqueued_local_size(0);
-}";
-
 fn case(name: &'static str, source: &'static str, kernel: &'static str, work_dim: u32) -> Case {
     Case {
         name,
@@ -814,4 +678,18 @@ fn build_errors_keep_their_line_numbers() {
         .expect_err("the rewrite must fail to build");
     assert_eq!(error_line(&original), 7, "{original}");
     assert_eq!(error_line(&new), 7, "{new}");
+}
+
+/// The program `tests/managed_rewrite.rs` uses for the fallback: the rewrite accepts it,
+/// its rewritten source does not build, the original does.
+#[test]
+fn the_fallback_corpus_program_needs_the_fallback() {
+    let cl = Cl::get();
+    let r = rewrite(&analyse_with_options(FALLBACK, &[], "")).expect("rewrite");
+    assert_eq!(r.kernels, [("fallback".to_string(), 1)]);
+    cl.build(&r.source, &[], "")
+        .expect_err("the rewrite must not build");
+    let original = cl.build(FALLBACK, &[], "").expect("the original builds");
+    // SAFETY: our program, no longer used.
+    unsafe { clReleaseProgram(original) };
 }

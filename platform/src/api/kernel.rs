@@ -30,8 +30,6 @@ fn check(kernel: cl_kernel) -> CLResult<&'static Obj<Kernel>> {
 /// Wraps a kernel the vendor created from `program`, reading its argument metadata.
 pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static Obj<Kernel> {
     let inner = program.get().inner.child(inner);
-    let arg_kinds = arg_kinds(&inner);
-    let held_args = Mutex::new(vec![None; arg_kinds.len()]);
     let name: std::sync::Arc<str> = fetch_info(|s, v, r| match inner.vt.clGetKernelInfo {
         // SAFETY: the vendor's query on its own kernel, buffers sized by fetch_info.
         Some(f) => unsafe { f(inner.h, CL_KERNEL_FUNCTION_NAME, s, v, r) },
@@ -40,7 +38,30 @@ pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static 
     .map(|b| info_string(&b))
     .unwrap_or_default()
     .into();
-    let sliceable = sliceability(program.get(), &name);
+    let mut arg_kinds = arg_kinds(&inner);
+    let exec = program.get().exec();
+    let (hidden, sliceable) = match &exec {
+        Some(e) => (
+            e.info.hidden(&name),
+            logged(&name, crate::core::sliceable::of_rewritten(&e.info, &name)),
+        ),
+        None => match foreign_hidden(program.get(), &inner, arg_kinds.len()) {
+            Some(i) => (
+                Some(i),
+                logged(
+                    &name,
+                    Sliceable::No("its binary was rewritten by another process".into()),
+                ),
+            ),
+            None => (None, sliceability(program.get(), &name)),
+        },
+    };
+    if let Some(i) = hidden {
+        // The application's arguments end where the hidden one begins.
+        arg_kinds = arg_kinds[..arg_kinds.len().min(i as usize)].into();
+        set_native_geometry(&inner, i);
+    }
+    let held_args = Mutex::new(vec![None; arg_kinds.len()]);
     new_obj(Kernel {
         inner,
         program: program.hold(),
@@ -50,13 +71,52 @@ pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static 
         arg_kinds,
         name,
         sliceable,
+        hidden,
+        exec,
     })
 }
 
-/// Whether the new kernel may be sliced (rule 5), logged once per kernel name when not.
-fn sliceability(program: &Program, name: &str) -> Sliceable {
-    let origin = program.origin.lock().unwrap_or_else(|e| e.into_inner());
-    let s = crate::core::sliceable::of_kernel(&origin, name);
+/// Gives a rewritten kernel's hidden argument the value that makes it read the real
+/// builtins: every launch that reaches the vendor whole is then right as it is.
+fn set_native_geometry(inner: &Inner<cl_kernel>, index: cl_uint) {
+    use crate::core::kernel_source::{GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
+    let rc = match inner.vt.clSetKernelArg {
+        // SAFETY: the vendor's kernel; a by-value argument of the size of its ulong16.
+        Some(f) => unsafe {
+            f(
+                inner.h,
+                index,
+                GEOMETRY_ARG_SIZE,
+                NATIVE_GEOMETRY.as_ptr() as *const c_void,
+            )
+        },
+        None => CL_INVALID_OPERATION,
+    };
+    if rc != CL_SUCCESS {
+        crate::warn_once!(
+            "hidden-arg",
+            "softpreempt: setting a rewritten kernel's geometry argument failed ({rc})"
+        );
+    }
+}
+
+/// The hidden argument of a kernel from a binary that another process's rewrite produced
+/// (its digest is unknown here): found by name when the vendor reports argument names.
+fn foreign_hidden(program: &Program, k: &Inner<cl_kernel>, n: usize) -> Option<cl_uint> {
+    let binary = matches!(
+        *program.origin.lock().unwrap_or_else(|e| e.into_inner()),
+        crate::core::sliceable::Origin::Binary(_)
+    );
+    if !binary {
+        return None;
+    }
+    let last = n.checked_sub(1)? as cl_uint;
+    let name = arg_info(k, last, CL_KERNEL_ARG_NAME).ok()?;
+    (info_string(&name) == crate::core::rewritten::HIDDEN_NAME).then_some(last)
+}
+
+/// Logs once per kernel name why it is never sliced.
+fn logged(name: &str, s: Sliceable) -> Sliceable {
     if let Sliceable::No(why) = &s {
         crate::info_once!(
             format!("unsliceable:{name}"),
@@ -64,6 +124,12 @@ fn sliceability(program: &Program, name: &str) -> Sliceable {
         );
     }
     s
+}
+
+/// Whether the new kernel may be sliced (rule 5), logged once per kernel name when not.
+fn sliceability(program: &Program, name: &str) -> Sliceable {
+    let origin = program.origin.lock().unwrap_or_else(|e| e.into_inner());
+    logged(name, crate::core::sliceable::of_kernel(&origin, name))
 }
 
 /// One `clGetKernelArgInfo` query on a fresh kernel, read whole.
@@ -130,7 +196,7 @@ pub fn create_kernel(program: cl_program, kernel_name: *const c_char) -> CLResul
     let o = Obj::<Program>::check(program)?;
     let p = o.get();
     // The name is plain text: the vendor validates it (NULL, unknown name).
-    let h = vcreate!(p.inner.vt, clCreateKernel(p.inner.h, kernel_name))?;
+    let h = vcreate!(p.inner.vt, clCreateKernel(p.exec_handle(), kernel_name))?;
     Ok(wrap_kernel(o, h).handle())
 }
 
@@ -153,6 +219,9 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         arg_kinds: k.arg_kinds.clone(),
         name: k.name.clone(),
         sliceable: k.sliceable.clone(),
+        // The vendor copies the hidden argument's native value too.
+        hidden: k.hidden,
+        exec: k.exec.clone(),
     })
     .handle())
 }
@@ -163,6 +232,15 @@ pub fn retain_kernel(kernel: cl_kernel) -> CLResult<()> {
 
 pub fn release_kernel(kernel: cl_kernel) -> CLResult<()> {
     refcount::release::<Kernel>(kernel, |k| vtry!(k.inner.vt, clReleaseKernel(k.inner.h)))
+}
+
+/// The hidden argument of a rewritten kernel, and anything past it, is no argument of the
+/// application's: "CL_INVALID_ARG_INDEX if arg_index is not a valid argument index."
+fn check_index(k: &Kernel, index: cl_uint) -> CLResult<()> {
+    match k.hidden {
+        Some(h) if index >= h => Err(CL_INVALID_ARG_INDEX),
+        _ => Ok(()),
+    }
 }
 
 /// A wrapped object found in an argument value (not yet held).
@@ -252,6 +330,7 @@ pub fn set_kernel_arg(
     arg_value: *const c_void,
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
+    check_index(k, arg_index)?;
     // Past the metadata (or without it) the vendor judges the index; a value is probed.
     let kind = k
         .arg_kinds
@@ -313,6 +392,7 @@ pub fn set_kernel_arg_svm_pointer(
     arg_value: *const c_void,
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
+    check_index(k, arg_index)?;
     // SVM pointers are plain addresses; the argument no longer holds a memory object.
     vtry!(
         k.inner.vt,
@@ -348,6 +428,16 @@ pub fn get_kernel_info(
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
     let handle = match param_name {
+        // The application's arguments only.
+        CL_KERNEL_NUM_ARGS if k.hidden.is_some() => {
+            let n: cl_uint = k.hidden.unwrap_or(0);
+            return write_info(
+                param_value_size,
+                param_value,
+                param_value_size_ret,
+                bytes_of(&n),
+            );
+        }
         CL_KERNEL_CONTEXT => k.program.get().context.handle(),
         CL_KERNEL_PROGRAM => k.program.handle(),
         // Everything else is plain data: forwarded as is (this is a hot query).
@@ -415,6 +505,7 @@ pub fn get_kernel_arg_info(
     param_value_size_ret: *mut usize,
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
+    check_index(k, arg_index)?;
     vtry!(
         k.inner.vt,
         clGetKernelArgInfo(

@@ -20,7 +20,8 @@ use crate::core::handle::{new_obj, Obj, Ref};
 use crate::core::objects::{Context, Program};
 use crate::core::platform::Device;
 use crate::core::refcount;
-use crate::core::sliceable::Origin;
+use crate::core::rewritten::{self, Exec, RewriteInfo};
+use crate::core::sliceable::{sha256_hex, Origin};
 use crate::{vcreate, vtry};
 
 type NotifyFn = ObjNotify<cl_program>;
@@ -84,6 +85,7 @@ fn wrap_program(
         context: ctx.hold(),
         devices,
         origin: Mutex::new(origin),
+        exec: Mutex::new(None),
     })
 }
 
@@ -135,7 +137,7 @@ pub fn create_program_with_binary(
     let ctx = check_context(context)?;
     let devs = devices(num_devices, device_list)?;
     let ptr = devs.ptr();
-    create(
+    let h = create(
         ctx,
         devs.held,
         |c| {
@@ -168,7 +170,37 @@ pub fn create_program_with_binary(
                 .collect();
             Origin::binary(&bytes)
         },
-    )
+    )?;
+    if let Some(info) = recognised(num_devices, lengths, binaries) {
+        // Our own rewritten code: its kernels take the hidden argument.
+        let exec = Arc::new(Exec {
+            program: None,
+            info,
+        });
+        *check(h)?
+            .get()
+            .exec
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(exec);
+    }
+    Ok(h)
+}
+
+/// What the rewrite said of binaries (the vendor accepted the arrays) that all came from
+/// rewritten programs of this process (see `core::rewritten`).
+fn recognised(
+    n: cl_uint,
+    lengths: *const usize,
+    binaries: *mut *const ::core::ffi::c_uchar,
+) -> Option<Arc<RewriteInfo>> {
+    let lens = crate::core::args::slice(lengths, n as usize).ok()?;
+    let bins = crate::core::args::slice(binaries as *const *const u8, n as usize).ok()?;
+    let mut found = None;
+    for (&len, &b) in lens.iter().zip(bins) {
+        let bytes = crate::core::args::slice(b, len).ok()?;
+        found = Some(rewritten::binary_info(&sha256_hex(bytes))?);
+    }
+    found
 }
 
 pub fn create_program_with_built_in_kernels(
@@ -329,12 +361,217 @@ pub fn build_program(
     user_data: *mut c_void,
 ) -> CLResult<()> {
     let (p, devs, notify) = build_args(program, num_devices, device_list, pfn_notify, user_data)?;
+    unhook(p)?;
     analyse(p, options, None);
+    let tried = match use_rewrite(p, &devs, options, None, pfn_notify.is_some(), user_data) {
+        Ok(()) => return finished(notify),
+        Err(why) => why,
+    };
     let (f, data) = Notify::vendor_args(&notify, user_data);
-    vtry!(
+    let r = vtry!(
         p.inner.vt,
         clBuildProgram(p.inner.h, devs.len(), devs.ptr(), options, f, data)
-    )
+    );
+    fell_back(p, &r, tried);
+    r
+}
+
+/// Builds (or compiles, with `headers`) the rewritten source instead of the original, if
+/// the program has one: `Ok` when that is done and the executable recorded; otherwise
+/// the caller builds the original, and `Err(Some(why))` says why the rewrite failed.
+fn use_rewrite(
+    p: &Program,
+    devs: &Devices,
+    options: *const c_char,
+    headers: Option<&[*const c_char]>,
+    notify: bool,
+    user_data: *mut c_void,
+) -> Result<(), Option<String>> {
+    // "CL_INVALID_VALUE if pfn_notify is NULL but user_data is not NULL": the vendor says
+    // so on the original.
+    if !notify && !user_data.is_null() {
+        return Err(None);
+    }
+    let exec = rewritten_build(p, devs, options, headers)?.ok_or(None)?;
+    *p.exec.lock().unwrap_or_else(|e| e.into_inner()) = Some(exec);
+    Ok(())
+}
+
+/// After a rewritten build, done synchronously (which the spec allows even with a
+/// notification): the application hears of its own program once.
+fn finished(notify: Option<Arc<Notify>>) -> CLResult<()> {
+    if let Some(n) = notify {
+        let h = n.handle_for(std::ptr::null_mut());
+        // SAFETY: the application's callback, with its own program and data.
+        unsafe { (n.func)(h, n.user_data) };
+    }
+    Ok(())
+}
+
+/// Logs once why a program that built from its original source was not rewritten.
+fn fell_back(p: &Program, r: &CLResult<()>, tried: Option<String>) {
+    if let (Ok(()), Some(why)) = (r, tried) {
+        // The original built where the rewrite did not: its kernels that read the
+        // geometry are never sliced (their analysis says so without the rewrite).
+        let origin = p.origin.lock().unwrap_or_else(|e| e.into_inner());
+        let key = match &*origin {
+            Origin::Source { text, .. } => format!("rewrite-build:{}", sha256_hex(text.as_bytes())),
+            _ => "rewrite-build".into(),
+        };
+        crate::warn_once!(
+            key,
+            "softpreempt: the rewritten program did not build, so the original was built and its kernels that read the launch geometry are never sliced: {why}"
+        );
+    }
+}
+
+/// Before a build or compile: forgets the rewritten executable of an earlier build.
+fn unhook(p: &Program) -> CLResult<()> {
+    let mut cell = p.exec.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = cell.as_ref().filter(|e| e.program.is_some()) {
+        // Kernels hold the executable; the application's vendor program has none attached,
+        // so the vendor cannot tell.
+        // "CL_INVALID_OPERATION if there are kernel objects attached to program."
+        if Arc::strong_count(e) > 1 {
+            return Err(CL_INVALID_OPERATION);
+        }
+        *cell = None;
+    }
+    Ok(())
+}
+
+/// Builds the rewritten source of a source program whose kernels read the geometry, as
+/// a second vendor program in the same context; compiles it instead when given the
+/// include names of `clCompileProgram`'s headers (whose rewritten texts become vendor
+/// programs too). `Ok(None)`: no rewrite applies; `Err(why)`: the rewritten build failed
+/// (the caller builds the original).
+fn rewritten_build(
+    p: &Program,
+    devs: &Devices,
+    options: *const c_char,
+    include_names: Option<&[*const c_char]>,
+) -> Result<Option<Arc<Exec>>, String> {
+    let Some(analysis) = p
+        .origin
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .analysis()
+    else {
+        return Ok(None);
+    };
+    let Some(r) = crate::core::kernel_source::rewrite(&analysis) else {
+        return Ok(None);
+    };
+    // Helpers whose signature changed must not be called from another compilation unit;
+    // the headers come back in the order given.
+    let separate =
+        include_names.is_some_and(|n| !r.helpers.is_empty() || n.len() != r.headers.len());
+    if r.kernels.is_empty() || separate {
+        return Ok(None);
+    }
+    let c = &p.context.get().inner;
+    let new_program = |text: &str| -> CLResult<cl_program> {
+        let mut ptr = text.as_ptr() as *const c_char;
+        let len = text.len();
+        vcreate!(c.vt, clCreateProgramWithSource(c.h, 1, &mut ptr, &len))
+    };
+    let create = |text: &str| -> Result<Exec, String> {
+        let h = new_program(text).map_err(|e| format!("creating it failed ({e})"))?;
+        Ok(Exec {
+            program: Some(c.child(h)),
+            info: Arc::new(RewriteInfo {
+                kernels: Vec::new(),
+                analyses: Vec::new(),
+            }),
+        })
+    };
+    let mut exec = create(&r.source)?;
+    let Some(inner) = exec.program.clone() else {
+        return Ok(None);
+    };
+    // Released when dropped, after the compile.
+    let headers = match include_names {
+        Some(_) => r
+            .headers
+            .iter()
+            .map(|(_, text)| create(text))
+            .collect::<Result<Vec<Exec>, String>>()?,
+        None => Vec::new(),
+    };
+    let handles: Vec<cl_program> = headers
+        .iter()
+        .filter_map(|h| h.program.as_ref().map(|p| p.h))
+        .collect();
+    let build = || -> CLResult<()> {
+        match include_names {
+            None => vtry!(
+                inner.vt,
+                clBuildProgram(
+                    inner.h,
+                    devs.len(),
+                    devs.ptr(),
+                    options,
+                    None,
+                    std::ptr::null_mut()
+                )
+            ),
+            Some(names) => {
+                let mut names = names.to_vec();
+                vtry!(
+                    inner.vt,
+                    clCompileProgram(
+                        inner.h,
+                        devs.len(),
+                        devs.ptr(),
+                        options,
+                        handles.len() as cl_uint,
+                        if handles.is_empty() {
+                            std::ptr::null()
+                        } else {
+                            handles.as_ptr()
+                        },
+                        if names.is_empty() {
+                            std::ptr::null_mut()
+                        } else {
+                            names.as_mut_ptr()
+                        },
+                        None,
+                        std::ptr::null_mut()
+                    )
+                )
+            }
+        }
+    };
+    let built = build();
+    exec.info = Arc::new(RewriteInfo {
+        kernels: r.kernels,
+        analyses: vec![analysis],
+    });
+    match built {
+        Ok(()) => Ok(Some(Arc::new(exec))),
+        // Dropping `exec` releases the program.
+        Err(e) => Err(format!("error {e}: {}", first_error(&exec, devs))),
+    }
+}
+
+/// The first error line of a failed build's log, for the warning.
+fn first_error(exec: &Exec, devs: &Devices) -> String {
+    let Some(p) = &exec.program else {
+        return String::new();
+    };
+    let device = devs.inner.first().copied().unwrap_or(std::ptr::null_mut());
+    let log = fetch_info(|s, v, r| match p.vt.clGetProgramBuildInfo {
+        // SAFETY: the vendor's query on our own program, buffers sized by fetch_info.
+        Some(f) => unsafe { f(p.h, device, CL_PROGRAM_BUILD_LOG, s, v, r) },
+        None => CL_INVALID_OPERATION,
+    })
+    .map(|b| crate::core::forward::info_string(&b))
+    .unwrap_or_default();
+    log.lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or("")
+        .trim()
+        .to_string()
 }
 
 pub fn compile_program(
@@ -349,6 +586,7 @@ pub fn compile_program(
     user_data: *mut c_void,
 ) -> CLResult<()> {
     let (p, devs, notify) = build_args(program, num_devices, device_list, pfn_notify, user_data)?;
+    unhook(p)?;
     // "CL_INVALID_VALUE if num_input_headers is zero and header_include_names or
     // input_headers are not NULL or if num_input_headers is not zero and
     // header_include_names or input_headers are NULL."
@@ -363,13 +601,34 @@ pub fn compile_program(
     } else {
         headers.as_ptr()
     };
-    match header_sources(num_input_headers, input_headers, header_include_names) {
-        Some(h) => analyse(p, options, Some(h)),
+    let tried = match header_sources(num_input_headers, input_headers, header_include_names) {
+        Some(h) => {
+            analyse(p, options, Some(h));
+            let names = crate::core::args::slice(
+                header_include_names as *const *const c_char,
+                num_input_headers as usize,
+            )
+            .unwrap_or(&[]);
+            match use_rewrite(
+                p,
+                &devs,
+                options,
+                Some(names),
+                pfn_notify.is_some(),
+                user_data,
+            ) {
+                Ok(()) => return finished(notify),
+                Err(why) => why,
+            }
+        }
         // A header without source text: what the code reads cannot be known.
-        None => *p.origin.lock().unwrap_or_else(|e| e.into_inner()) = Origin::Opaque,
-    }
+        None => {
+            *p.origin.lock().unwrap_or_else(|e| e.into_inner()) = Origin::Opaque;
+            None
+        }
+    };
     let (f, data) = Notify::vendor_args(&notify, user_data);
-    vtry!(
+    let r = vtry!(
         p.inner.vt,
         clCompileProgram(
             p.inner.h,
@@ -382,7 +641,9 @@ pub fn compile_program(
             f,
             data
         )
-    )
+    );
+    fell_back(p, &r, tried);
+    r
 }
 
 /// Analyses a source program for slicing, before the vendor builds it, so its kernels
@@ -445,7 +706,9 @@ pub fn link_program(
     } else {
         // "CL_INVALID_PROGRAM if programs specified in input_programs are not valid
         // program objects."
-        unwrap_list::<Program, _>(num_input_programs, input_programs, |p| p.get().inner.h)?
+        unwrap_list::<Program, _>(num_input_programs, input_programs, |p| {
+            p.get().exec_handle()
+        })?
     };
     let inputs_ptr = if inputs.is_empty() {
         std::ptr::null()
@@ -486,8 +749,28 @@ pub fn link_program(
     if let Ok(p) = Obj::<Program>::check(linked) {
         *p.get().origin.lock().unwrap_or_else(|e| e.into_inner()) =
             origins(num_input_programs, input_programs);
+        *p.get().exec.lock().unwrap_or_else(|e| e.into_inner()) =
+            linked_exec(num_input_programs, input_programs);
     }
     Ok(linked)
+}
+
+/// A linked program holds the rewritten kernels of its inputs (compiled from rewritten
+/// source, see [`compile_program`]).
+fn linked_exec(n: cl_uint, list: *const cl_program) -> Option<Arc<Exec>> {
+    let inputs = crate::core::args::slice(list, n as usize).unwrap_or(&[]);
+    let execs: Vec<Arc<Exec>> = inputs
+        .iter()
+        .filter_map(|&p| Obj::<Program>::check(p).ok()?.get().exec())
+        .collect();
+    if execs.is_empty() {
+        return None;
+    }
+    let info = RewriteInfo::merged(execs.iter().map(|e| &*e.info));
+    Some(Arc::new(Exec {
+        program: None,
+        info: Arc::new(info),
+    }))
 }
 
 /// The origins of a link's input programs (already checked by the vendor call).
@@ -532,6 +815,31 @@ pub fn get_program_info(
                 .collect();
             bytes_of_slice(&ours).to_vec()
         }
+        // The executable's properties come from the program that holds it.
+        CL_PROGRAM_NUM_KERNELS
+        | CL_PROGRAM_KERNEL_NAMES
+        | CL_PROGRAM_BINARY_SIZES
+        | CL_PROGRAM_BINARIES
+        | CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT
+        | CL_PROGRAM_SCOPE_GLOBAL_DTORS_PRESENT
+            if p.exec().is_some() =>
+        {
+            let h = p.exec_handle();
+            vtry!(
+                p.inner.vt,
+                clGetProgramInfo(
+                    h,
+                    param_name,
+                    param_value_size,
+                    param_value,
+                    param_value_size_ret
+                )
+            )?;
+            if param_name == CL_PROGRAM_BINARIES && !param_value.is_null() {
+                record_binaries(p, h, param_value_size, param_value);
+            }
+            return Ok(());
+        }
         // Everything else holds no handle (CL_PROGRAM_BINARIES is an array of the
         // application's own buffers, which the vendor fills): forwarded as is.
         _ => {
@@ -550,6 +858,34 @@ pub fn get_program_info(
     write_info(param_value_size, param_value, param_value_size_ret, &answer)
 }
 
+/// Records the binaries the vendor just wrote into the application's buffers (see
+/// `core::rewritten`), so `clCreateProgramWithBinary` recognises them.
+fn record_binaries(p: &Program, h: cl_program, size: usize, value: *mut c_void) {
+    let Some(exec) = p.exec() else { return };
+    let Ok(raw) = fetch_info(|s, v, r| match p.inner.vt.clGetProgramInfo {
+        // SAFETY: the vendor's query on its own program, buffers sized by fetch_info.
+        Some(f) => unsafe { f(h, CL_PROGRAM_BINARY_SIZES, s, v, r) },
+        None => CL_INVALID_OPERATION,
+    }) else {
+        return;
+    };
+    let sizes: Vec<usize> = raw
+        .chunks_exact(std::mem::size_of::<usize>())
+        .map(crate::api::device::read_handle)
+        .collect();
+    let n = sizes.len().min(size / std::mem::size_of::<*mut u8>());
+    let ptrs = crate::core::args::slice(value as *const *const u8, n).unwrap_or(&[]);
+    for (&ptr, &len) in ptrs.iter().zip(&sizes) {
+        // A NULL entry is a binary the application did not ask for.
+        if ptr.is_null() {
+            continue;
+        }
+        if let Ok(bytes) = crate::core::args::slice(ptr, len) {
+            rewritten::record_binary(sha256_hex(bytes), &exec.info);
+        }
+    }
+}
+
 pub fn get_program_build_info(
     program: cl_program,
     device: cl_device_id,
@@ -564,7 +900,7 @@ pub fn get_program_build_info(
     vtry!(
         p.inner.vt,
         clGetProgramBuildInfo(
-            p.inner.h,
+            p.exec_handle(),
             d.inner.h,
             param_name,
             param_value_size,
@@ -582,11 +918,12 @@ pub fn create_kernels_in_program(
 ) -> CLResult<()> {
     let o = check(program)?;
     let p = o.get();
+    let ph = p.exec_handle();
     if kernels.is_null() {
         // Only counting: nothing is created.
         return vtry!(
             p.inner.vt,
-            clCreateKernelsInProgram(p.inner.h, num_kernels, kernels, num_kernels_ret)
+            clCreateKernelsInProgram(ph, num_kernels, kernels, num_kernels_ret)
         );
     }
     // The vendor's count first ("CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully
@@ -594,7 +931,7 @@ pub fn create_kernels_in_program(
     let mut n: cl_uint = 0;
     vtry!(
         p.inner.vt,
-        clCreateKernelsInProgram(p.inner.h, 0, std::ptr::null_mut(), &mut n)
+        clCreateKernelsInProgram(ph, 0, std::ptr::null_mut(), &mut n)
     )?;
     let mut inner: Vec<cl_kernel> = vec![std::ptr::null_mut(); num_kernels.min(n) as usize];
     // A short array gets the vendor's "CL_INVALID_VALUE if kernels is not NULL and
@@ -602,7 +939,7 @@ pub fn create_kernels_in_program(
     let mut made: cl_uint = 0;
     vtry!(
         p.inner.vt,
-        clCreateKernelsInProgram(p.inner.h, num_kernels.min(n), inner.as_mut_ptr(), &mut made)
+        clCreateKernelsInProgram(ph, num_kernels.min(n), inner.as_mut_ptr(), &mut made)
     )?;
     inner.truncate(made as usize);
     for (i, &k) in inner.iter().enumerate() {

@@ -13,5 +13,6 @@ pub mod managed;
 pub mod objects;
 pub mod platform;
 pub mod refcount;
+pub mod rewritten;
 pub mod sliceable;
 pub mod vendor;

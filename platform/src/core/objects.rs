@@ -55,6 +55,23 @@ pub struct Program {
     pub devices: Vec<Ref<Device>>,
     /// Where its code came from, which decides whether its kernels may be sliced.
     pub origin: Mutex<crate::core::sliceable::Origin>,
+    /// Set while its executable is rewritten code (see `core::rewritten`).
+    pub exec: Mutex<Option<std::sync::Arc<crate::core::rewritten::Exec>>>,
+}
+
+impl Program {
+    /// The rewritten executable, if the program has one.
+    pub fn exec(&self) -> Option<std::sync::Arc<crate::core::rewritten::Exec>> {
+        self.exec.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The vendor program that holds the executable: the one built from rewritten source
+    /// when there is one, else the application's own.
+    pub fn exec_handle(&self) -> cl_program {
+        self.exec()
+            .and_then(|e| e.program.as_ref().map(|p| p.h))
+            .unwrap_or(self.inner.h)
+    }
 }
 
 pub struct Kernel {
@@ -77,6 +94,13 @@ pub struct Kernel {
     /// Memory-object arguments last set to NULL: re-applied to a launch's snapshot, since
     /// PoCL's `clCloneKernel` does not copy them.
     pub null_mems: ArgBits,
+    /// The index of the hidden geometry argument of a kernel from rewritten code (one past
+    /// the application's last argument; see `core::rewritten`). The vendor kernel holds
+    /// `NATIVE_GEOMETRY` there, so direct launches need nothing; a sliced launch's
+    /// snapshot gets the whole launch's geometry.
+    pub hidden: Option<cl_uint>,
+    /// Keeps the rewritten executable alive, and tells a rebuild that kernels use it.
+    pub exec: Option<std::sync::Arc<crate::core::rewritten::Exec>>,
 }
 
 /// A bit per kernel argument.

@@ -11,6 +11,7 @@ use crate::config::{self, SafeBinary};
 use crate::core::cl::*;
 use crate::core::kernel_source::{self, Analysis};
 use crate::core::objects::Sliceable;
+use crate::core::rewritten::RewriteInfo;
 
 /// Where a program's code came from, as far as slicing is concerned.
 #[derive(Clone, Default)]
@@ -64,9 +65,15 @@ impl Origin {
 
     /// A binary or IL program, by digest.
     pub fn binary(bytes: &[u8]) -> Origin {
-        use sha2::Digest;
-        let d = sha2::Sha256::digest(bytes);
-        Origin::Binary(d.iter().map(|b| format!("{b:02x}")).collect())
+        Origin::Binary(sha256_hex(bytes))
+    }
+
+    /// The analysis of a source program, made by [`Origin::analysed`].
+    pub fn analysis(&self) -> Option<Arc<Analysis>> {
+        match self {
+            Origin::Source { analysis, .. } => analysis.clone(),
+            _ => None,
+        }
     }
 
     /// The same source about to be built with `options` and compiled with `headers`
@@ -94,6 +101,22 @@ impl Origin {
     }
 }
 
+/// SHA-256 of `bytes`, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let d = sha2::Sha256::digest(bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `kernel` of a program built from rewritten code may be sliced: those with the
+/// hidden geometry argument read the whole launch's geometry from it.
+pub fn of_rewritten(info: &RewriteInfo, kernel: &str) -> Sliceable {
+    match info.analysis(kernel) {
+        Some(a) => of_analysed(a, kernel, info.hidden(kernel).is_some()),
+        None => Sliceable::No("kernel not found in the program source".into()),
+    }
+}
+
 /// Whether `kernel` of a program of `origin` may be sliced.
 pub fn of_kernel(origin: &Origin, kernel: &str) -> Sliceable {
     match origin {
@@ -114,7 +137,7 @@ pub fn of_kernel(origin: &Origin, kernel: &str) -> Sliceable {
                     }
                 }
             };
-            of_analysed(a, kernel)
+            of_analysed(a, kernel, false)
         }
         Origin::Binary(digest) => of_binary(digest, kernel),
         // The kernel is defined in one input; a helper it calls in another makes its
@@ -139,10 +162,10 @@ fn defines(origin: &Origin, kernel: &str) -> bool {
     }
 }
 
-fn of_analysed(a: &Analysis, kernel: &str) -> Sliceable {
-    // The rewriting of geometry reads is not wired in yet: kernels that read them are
-    // never sliced.
-    if let Some(why) = a.blocker(kernel, false) {
+/// `rewritten`: the kernel comes from the rewritten program and takes the geometry
+/// argument; otherwise a kernel that reads the geometry is never sliced.
+fn of_analysed(a: &Analysis, kernel: &str, rewritten: bool) -> Sliceable {
+    if let Some(why) = a.blocker(kernel, rewritten) {
         return Sliceable::No(why);
     }
     let wgd = a.kernel(kernel).is_none_or(|k| k.work_group_dependent);

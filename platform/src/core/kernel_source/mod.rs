@@ -29,7 +29,7 @@ mod tests;
 use std::fmt;
 
 pub use builtins::GEOMETRY;
-pub use rewrite::{geometry_arg, Rewritten, GEOMETRY_ARG_SIZE};
+pub use rewrite::{geometry_arg, Rewritten, GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
 
 /// A set of [`GEOMETRY`] builtins.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]

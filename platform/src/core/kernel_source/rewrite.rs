@@ -51,6 +51,9 @@ pub struct Rewritten {
 const PARAM: &str = "__sp_geom";
 const PARAM_DECL: &str = "ulong16 __sp_geom";
 
+/// See [`Rewriter::prototypes`].
+const PSABI: &str = "_Pragma(\"clang diagnostic ignored \\\"-Wpsabi\\\"\") ";
+
 /// Bytes of the hidden argument's value.
 pub const GEOMETRY_ARG_SIZE: usize = 128;
 
@@ -69,16 +72,23 @@ const REPLACEMENTS: [(&str, bool); 5] = [
 /// global size in s3–s5, the enqueued local size in s6–s8 and the work dimension in s9;
 /// unused dimensions hold offset 0, size 1, local size 1, so the formulas give the spec's
 /// values past `get_work_dim()` by themselves (`get_group_id` checks the dimension too, as
-/// `get_global_id` there is 0 anyway).
+/// `get_global_id` there is 0 anyway). A work dimension of 0 (an all-zero vector,
+/// [`NATIVE_GEOMETRY`]) means "this launch is not sliced": the builtins answer, so a
+/// launch that reaches the vendor whole needs no geometry (and no knowledge of the local
+/// size the vendor picks for a NULL one).
 const DEFINITIONS: &str = "
 /* SoftPreempt: the builtins that a slice would answer with its own geometry. */
-size_t __sp_global_offset_H(ulong16 g, uint d) { return (size_t)(d == 0u ? g.s0 : d == 1u ? g.s1 : d == 2u ? g.s2 : 0ul); }
-size_t __sp_global_size_H(ulong16 g, uint d) { return (size_t)(d == 0u ? g.s3 : d == 1u ? g.s4 : d == 2u ? g.s5 : 1ul); }
+size_t __sp_global_offset_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_global_offset(d) : (size_t)(d == 0u ? g.s0 : d == 1u ? g.s1 : d == 2u ? g.s2 : 0ul); }
+size_t __sp_global_size_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_global_size(d) : (size_t)(d == 0u ? g.s3 : d == 1u ? g.s4 : d == 2u ? g.s5 : 1ul); }
 ulong __sp_local_size_H(ulong16 g, uint d) { return d == 0u ? g.s6 : d == 1u ? g.s7 : d == 2u ? g.s8 : 1ul; }
-size_t __sp_num_groups_H(ulong16 g, uint d) { ulong l = __sp_local_size_H(g, d); return (size_t)(((ulong)__sp_global_size_H(g, d) + l - 1ul) / l); }
-size_t __sp_group_id_H(ulong16 g, uint d) { return d < (uint)g.s9 ? (size_t)(((ulong)get_global_id(d) - (ulong)__sp_global_offset_H(g, d)) / __sp_local_size_H(g, d)) : (size_t)0; }
-size_t __sp_global_linear_id_H(ulong16 g) { return (size_t)((((ulong)get_global_id(2) - g.s2) * g.s4 + ((ulong)get_global_id(1) - g.s1)) * g.s3 + ((ulong)get_global_id(0) - g.s0)); }
+size_t __sp_num_groups_H(ulong16 g, uint d) { if (g.s9 == 0ul) return get_num_groups(d); ulong l = __sp_local_size_H(g, d); return (size_t)(((ulong)__sp_global_size_H(g, d) + l - 1ul) / l); }
+size_t __sp_group_id_H(ulong16 g, uint d) { if (g.s9 == 0ul) return get_group_id(d); return d < (uint)g.s9 ? (size_t)(((ulong)get_global_id(d) - (ulong)__sp_global_offset_H(g, d)) / __sp_local_size_H(g, d)) : (size_t)0; }
+size_t __sp_global_linear_id_H(ulong16 g) { return (size_t)((((ulong)get_global_id(2) - (ulong)__sp_global_offset_H(g, 2u)) * (ulong)__sp_global_size_H(g, 1u) + ((ulong)get_global_id(1) - (ulong)__sp_global_offset_H(g, 1u))) * (ulong)__sp_global_size_H(g, 0u) + ((ulong)get_global_id(0) - (ulong)__sp_global_offset_H(g, 0u))); }
 ";
+
+/// The hidden argument's value for a launch that reaches the vendor whole (not sliced):
+/// the rewritten builtins then defer to the real ones.
+pub const NATIVE_GEOMETRY: [u8; GEOMETRY_ARG_SIZE] = [0; GEOMETRY_ARG_SIZE];
 
 /// The hidden argument's value for a launch of `work_dim` dimensions with this global
 /// offset and size and the local size passed to every slice (what the vendor runs with:
@@ -242,9 +252,12 @@ impl Rewriter<'_> {
         format!("__sp_{}_{}", REPLACEMENTS[i].0, self.suffix)
     }
 
-    /// Prototypes of the replacements, on one line.
+    /// Prototypes of the replacements, on one line. Clang (PoCL) warns at every call that
+    /// passes a `ulong16` by value on x86 without AVX-512 ("changes the ABI"): the
+    /// application's build log must not fill with notes about code it did not write, and
+    /// `_Pragma` silences them without a line of its own.
     fn prototypes(&self) -> String {
-        let mut out = String::new();
+        let mut out = String::from(PSABI);
         for (i, (_, dim)) in REPLACEMENTS.iter().enumerate() {
             let dim = if *dim { ", uint" } else { "" };
             out += &format!("size_t {}(ulong16{dim}); ", self.replacement(i));

@@ -170,6 +170,25 @@ pub fn snapshot(k: &Kernel) -> Option<Retained> {
     Some(clone)
 }
 
+/// Sets the whole launch's geometry as a rewritten kernel's hidden argument on the
+/// launch's snapshot, for slices to read. The local size is the application's; with a
+/// NULL one the kernel is sliceable only if it does not depend on the work-group size, so
+/// it never reads the local-size fields.
+fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) -> bool {
+    let (bytes, size) = crate::core::kernel_source::geometry_arg(
+        geo.work_dim,
+        geo.offset.unwrap_or([0; 3]),
+        geo.global,
+        geo.local.unwrap_or([0; 3]),
+    );
+    let rc = match k.inner.vt.clSetKernelArg {
+        // SAFETY: the launch's own kernel clone; a by-value argument of `size` bytes.
+        Some(f) => unsafe { f(clone.handle(), index, size, bytes.as_ptr() as *const c_void) },
+        None => CL_INVALID_OPERATION,
+    };
+    rc == CL_SUCCESS
+}
+
 /// Builds the FIFO entry of a launch.
 pub fn build(
     k: &Kernel,
@@ -188,11 +207,16 @@ pub fn build(
             unit[0] = pm;
         }
     }
-    let sliceable = in_order
+    let mut sliceable = in_order
         && match k.sliceable {
             Sliceable::Yes { null_local } => null_local || geo.local.is_some(),
             Sliceable::No(_) => false,
         };
+    if let Some(i) = k.hidden {
+        // Cut or not, the launch reaches the vendor with the geometry it now gets; if it
+        // cannot be set, the snapshot keeps the native value and the launch stays whole.
+        sliceable = sliceable && set_geometry(&clone, k, i, &geo);
+    }
     Launch {
         kernel: clone,
         work_dim: geo.work_dim,
