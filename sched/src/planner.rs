@@ -258,6 +258,12 @@ impl<K: Hash + Eq> TimingTable<K> {
     pub fn observe(&mut self, key: K, work_groups: u64, ns: u64) {
         self.models.entry(key).or_default().observe(work_groups, ns);
     }
+
+    /// Drops the models whose key matches (their kernel is gone, and a new one may get
+    /// the same key).
+    pub fn forget(&mut self, mut matches: impl FnMut(&K) -> bool) {
+        self.models.retain(|k, _| !matches(k));
+    }
 }
 
 /// Rows per slice that the model predicts fit in `target_ns` (at least 1), rounded down to

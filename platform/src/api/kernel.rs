@@ -231,6 +231,10 @@ pub fn retain_kernel(kernel: cl_kernel) -> CLResult<()> {
 }
 
 pub fn release_kernel(kernel: cl_kernel) -> CLResult<()> {
+    let o = Obj::<Kernel>::check(kernel)?;
+    if o.app_refs() == 1 {
+        crate::core::managed::forget_kernel(o.get().inner.h as usize);
+    }
     refcount::release::<Kernel>(kernel, |k| vtry!(k.inner.vt, clReleaseKernel(k.inner.h)))
 }
 

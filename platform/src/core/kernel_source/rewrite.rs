@@ -51,8 +51,11 @@ pub struct Rewritten {
 const PARAM: &str = "__sp_geom";
 const PARAM_DECL: &str = "ulong16 __sp_geom";
 
-/// See [`Rewriter::prototypes`].
-const PSABI: &str = "_Pragma(\"clang diagnostic ignored \\\"-Wpsabi\\\"\") ";
+/// See [`Rewriter::prototypes`]. The first pragma keeps compilers whose clang has no
+/// `-Wpsabi` group (NVIDIA's) from warning about the second; it also mutes unknown-group
+/// warnings for the application's own pragmas, the one difference it makes to its log.
+const PSABI: &str = "_Pragma(\"clang diagnostic ignored \\\"-Wunknown-warning-option\\\"\") \
+                     _Pragma(\"clang diagnostic ignored \\\"-Wpsabi\\\"\") ";
 
 /// Bytes of the hidden argument's value.
 pub const GEOMETRY_ARG_SIZE: usize = 128;

@@ -330,7 +330,7 @@ fn missing_kernel_is_blocked() {
 // ---- rewrite ----
 
 /// Prototypes of the replacements, as [`norm`] shows them.
-const P: &str = "_Pragma(\"clang diagnostic ignored \\\"-Wpsabi\\\"\") size_t __sp_group_id_H(ulong16, uint); size_t __sp_num_groups_H(ulong16, uint); size_t __sp_global_size_H(ulong16, uint); size_t __sp_global_offset_H(ulong16, uint); size_t __sp_global_linear_id_H(ulong16); ";
+const P: &str = "_Pragma(\"clang diagnostic ignored \\\"-Wunknown-warning-option\\\"\") _Pragma(\"clang diagnostic ignored \\\"-Wpsabi\\\"\") size_t __sp_group_id_H(ulong16, uint); size_t __sp_num_groups_H(ulong16, uint); size_t __sp_global_size_H(ulong16, uint); size_t __sp_global_offset_H(ulong16, uint); size_t __sp_global_linear_id_H(ulong16); ";
 
 /// `text` (a rewritten file) without the definitions after the application's last line,
 /// with the replacements' hash suffix shown as `H` and their prototypes as `<P>`.

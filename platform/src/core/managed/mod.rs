@@ -24,6 +24,8 @@ pub mod deferred;
 pub mod launch;
 mod submitter;
 
+pub use submitter::forget_kernel;
+
 use softpreempt_sched::{Client, Priority};
 use std::collections::VecDeque;
 use std::ffi::c_void;

@@ -80,6 +80,15 @@ fn model(key: &ModelKey) -> TimingModel {
     MODELS.lock().unwrap_or_else(|e| e.into_inner()).get(key)
 }
 
+/// Forgets what was learned about kernel `h` (an inner handle): it is being released, and
+/// the vendor may hand the same handle to a new, different kernel.
+pub fn forget_kernel(h: usize) {
+    MODELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .forget(|k| k.0 == h);
+}
+
 /// A piece on the vendor queue, not yet retired.
 struct InFlight {
     /// The launch's kernel name, and whether this is its last piece (then: how many).
