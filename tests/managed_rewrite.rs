@@ -506,8 +506,12 @@ fn the_hidden_argument_is_no_argument() {
     let sp = probe(&Env::sp());
     assert_eq!(bare.0, 4);
     assert_eq!(sp, bare);
-    assert_eq!(sp.2 .0, CL_INVALID_ARG_INDEX);
-    assert_eq!(sp.4, CL_INVALID_ARG_INDEX);
+    // PoCL answers as the spec says; NVIDIA's clGetKernelArgInfo says CL_INVALID_VALUE,
+    // and SoftPreempt then says the same (compared above).
+    if mc::is_pocl() {
+        assert_eq!(sp.2 .0, CL_INVALID_ARG_INDEX);
+        assert_eq!(sp.4, CL_INVALID_ARG_INDEX);
+    }
 }
 
 /// The binary of a program built through SoftPreempt (one device).

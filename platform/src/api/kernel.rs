@@ -239,11 +239,22 @@ pub fn release_kernel(kernel: cl_kernel) -> CLResult<()> {
 }
 
 /// The hidden argument of a rewritten kernel, and anything past it, is no argument of the
-/// application's: "CL_INVALID_ARG_INDEX if arg_index is not a valid argument index."
-fn check_index(k: &Kernel, index: cl_uint) -> CLResult<()> {
+/// application's. For such an index the vendor is asked about the index one further on,
+/// which is past its own last argument, so the application gets the vendor's own answer
+/// for a bad index (NVIDIA's clGetKernelArgInfo says CL_INVALID_VALUE), exactly as on the
+/// bare driver; the spec's is "CL_INVALID_ARG_INDEX if arg_index is not a valid argument
+/// index", which is also the answer should the vendor accept it. `None`: an ordinary index.
+fn past_hidden(
+    k: &Kernel,
+    index: cl_uint,
+    ask_vendor: impl FnOnce(cl_uint) -> CLResult<()>,
+) -> Option<CLResult<()>> {
     match k.hidden {
-        Some(h) if index >= h => Err(CL_INVALID_ARG_INDEX),
-        _ => Ok(()),
+        Some(h) if index >= h => Some(match ask_vendor(index.saturating_add(1)) {
+            Ok(()) => Err(CL_INVALID_ARG_INDEX),
+            err => err,
+        }),
+        _ => None,
     }
 }
 
@@ -334,7 +345,14 @@ pub fn set_kernel_arg(
     arg_value: *const c_void,
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
-    check_index(k, arg_index)?;
+    if let Some(r) = past_hidden(k, arg_index, |i| {
+        vtry!(
+            k.inner.vt,
+            clSetKernelArg(k.inner.h, i, arg_size, arg_value)
+        )
+    }) {
+        return r;
+    }
     // Past the metadata (or without it) the vendor judges the index; a value is probed.
     let kind = k
         .arg_kinds
@@ -396,7 +414,14 @@ pub fn set_kernel_arg_svm_pointer(
     arg_value: *const c_void,
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
-    check_index(k, arg_index)?;
+    if let Some(r) = past_hidden(k, arg_index, |i| {
+        vtry!(
+            k.inner.vt,
+            clSetKernelArgSVMPointer(k.inner.h, i, arg_value)
+        )
+    }) {
+        return r;
+    }
     // SVM pointers are plain addresses; the argument no longer holds a memory object.
     vtry!(
         k.inner.vt,
@@ -509,7 +534,22 @@ pub fn get_kernel_arg_info(
     param_value_size_ret: *mut usize,
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
-    check_index(k, arg_index)?;
+    let ask = |i| {
+        vtry!(
+            k.inner.vt,
+            clGetKernelArgInfo(
+                k.inner.h,
+                i,
+                param_name,
+                param_value_size,
+                param_value,
+                param_value_size_ret
+            )
+        )
+    };
+    if let Some(r) = past_hidden(k, arg_index, ask) {
+        return r;
+    }
     vtry!(
         k.inner.vt,
         clGetKernelArgInfo(
