@@ -388,10 +388,11 @@ pub fn plans(o: &Options) -> Vec<Plan> {
             vec![targets[0]]
         };
         for t in per_target {
+            // Every SoftPreempt mode that slices runs at the first target unless it is a
+            // corun-sp row of its own: the label says which.
+            let slices = matches!(mode, Mode::CorunSp | Mode::LpSpIdleHp);
             let label = match t {
-                Some(t) if targets.len() > 1 && mode == Mode::CorunSp => {
-                    format!("{}@{t}us", mode.name())
-                }
+                Some(t) if slices => format!("{}@{t}us", mode.name()),
                 _ => mode.name().to_string(),
             };
             let sched = Sched {

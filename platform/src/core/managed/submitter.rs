@@ -217,6 +217,7 @@ impl Submitter {
                 &[("work_groups", p.work_groups.into())],
             );
         }
+        tracing::trace!(work_groups = p.work_groups, took_ns = took, "piece retired");
         self.launch_ns += took;
         if let Some(pieces) = p.last_of {
             crate::trace::profile::launch(&p.kernel, &self.m.priority, pieces, self.launch_ns);
@@ -417,9 +418,12 @@ impl Submitter {
             // Decided per piece: a higher priority may have come or gone since the last one.
             let slicing = self.slicing();
             let piece = match planner.as_mut().filter(|_| slicing) {
-                Some(p) => p
-                    .next_slice(&model(&l.key), self.m.target_ns)
-                    .map(|s| (s.offset, s.size, s.work_groups, true)),
+                Some(p) => {
+                    let m = model(&l.key);
+                    tracing::trace!(fit = ?m.fit(), samples = m.samples(), "planning a slice");
+                    p.next_slice(&m, self.m.target_ns)
+                }
+                .map(|s| (s.offset, s.size, s.work_groups, true)),
                 None => None,
             };
             let started = planner.as_ref().is_some_and(|p| p.rows_done() > 0);
