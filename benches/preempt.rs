@@ -61,7 +61,10 @@ fn main() {
     report.print_table();
     if let Some(path) = &opts.json {
         let text = serde_json::to_string_pretty(&report).expect("report serializes");
-        std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        std::fs::write(path, text).unwrap_or_else(|e| fail(&format!("{}: {e}", path.display())));
     }
     if let Some(dir) = &opts.plots {
         plots(
