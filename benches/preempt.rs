@@ -1481,7 +1481,7 @@ pub mod child {
     }
 
     fn request(spin: &Spin, burst: u32) -> HpSample {
-        let start_ns = monotonic_ns();
+        let start_ns = softpreempt_sched::monotonic_ns();
         let t0 = Instant::now();
         let mut queue_to_start_ms = 0.0;
         for i in 0..burst {
@@ -1531,16 +1531,6 @@ pub mod child {
             }
         }
         (a.clients > 0).then_some(a)
-    }
-
-    fn monotonic_ns() -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes one timespec into a valid local.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
     }
 
     /// splitmix64: a small, seedable generator, so every mode sees the same arrivals.

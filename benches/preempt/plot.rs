@@ -4,6 +4,7 @@
 //! Reads the report as untyped JSON, so a report written on another machine (the GPU
 //! host, which has no fonts) can be drawn here with `--plot-from`.
 
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -112,6 +113,46 @@ pub fn write_all(
 
 type Res = Result<(), Box<dyn std::error::Error>>;
 
+fn canvas(
+    path: &Path,
+) -> Result<DrawingArea<BitMapBackend<'_>, Shift>, Box<dyn std::error::Error>> {
+    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    Ok(root)
+}
+
+/// A chart with the common caption, margins and label areas.
+fn builder<'a, 'b>(
+    root: &'a DrawingArea<BitMapBackend<'b>, Shift>,
+    caption: &str,
+) -> ChartBuilder<'a, 'b, BitMapBackend<'b>> {
+    let mut b = ChartBuilder::on(root);
+    b.caption(caption, (FONT, 20))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(56);
+    b
+}
+
+/// The legend's sample of a series drawn in `color`.
+fn mark(color: RGBAColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+}
+
+fn legend<'a, 'b: 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, BitMapBackend<'b>, CT>,
+    position: SeriesLabelPosition,
+) -> Res {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    Ok(())
+}
+
 fn latency_cdf(report: &Value, rows: &[Row], path: &Path) -> Res {
     let with_hp: Vec<&Row> = rows.iter().filter(|r| !r.hp_ms.is_empty()).collect();
     let lo = with_hp
@@ -127,13 +168,8 @@ fn latency_cdf(report: &Value, rows: &[Row], path: &Path) -> Res {
     } else {
         (0.01, 1.0)
     };
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title(report, "HP turnaround CDF"), (FONT, 20))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(56)
+    let root = canvas(path)?;
+    let mut chart = builder(&root, &title(report, "HP turnaround CDF"))
         .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)?;
     chart
         .configure_mesh()
@@ -152,17 +188,9 @@ fn latency_cdf(report: &Value, rows: &[Row], path: &Path) -> Res {
         chart
             .draw_series(LineSeries::new(pts, color.stroke_width(2)))?
             .label(r.label)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-            });
+            .legend(mark(color));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     root.present()?;
     Ok(())
 }
@@ -194,13 +222,8 @@ fn p99_vs_target(report: &Value, rows: &[Row], sliced: &[(f64, &Row)], path: &Pa
         .fold(0.0, f64::max)
         * 1.15;
     let xr = target_range(sliced);
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title(report, "HP p99 vs target slice"), (FONT, 20))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(56)
+    let root = canvas(path)?;
+    let mut chart = builder(&root, &title(report, "HP p99 vs target slice"))
         .build_cartesian_2d(xr.clone().log_scale(), 0.0..ymax.max(1e-3))?;
     chart
         .configure_mesh()
@@ -211,7 +234,7 @@ fn p99_vs_target(report: &Value, rows: &[Row], sliced: &[(f64, &Row)], path: &Pa
     chart
         .draw_series(LineSeries::new(pts.iter().copied(), BLUE.stroke_width(2)))?
         .label("SoftPreempt, sliced")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLUE.stroke_width(3)));
+        .legend(mark(BLUE.to_rgba()));
     chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, BLUE.filled())))?;
     for (i, (name, v)) in refs.iter().enumerate() {
         let color = [GREEN, RED, MAGENTA][i % 3];
@@ -221,17 +244,9 @@ fn p99_vs_target(report: &Value, rows: &[Row], sliced: &[(f64, &Row)], path: &Pa
                 color.stroke_width(2),
             ))?
             .label(*name)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-            });
+            .legend(mark(color.to_rgba()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FONT, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     root.present()?;
     Ok(())
 }
@@ -242,13 +257,8 @@ fn lp_vs_target(report: &Value, sliced: &[(f64, &Row)], path: &Path) -> Res {
         .filter_map(|(t, r)| Some((*t, r.lp_vs_alone?)))
         .collect();
     let xr = target_range(sliced);
-    let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title(report, "LP throughput vs target slice"), (FONT, 20))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(56)
+    let root = canvas(path)?;
+    let mut chart = builder(&root, &title(report, "LP throughput vs target slice"))
         .build_cartesian_2d(xr.log_scale(), 0.0..1.1)?;
     chart
         .configure_mesh()

@@ -81,7 +81,7 @@ pub use priority::{Level, Priority, LEVELS};
 #[cfg(not(loom))]
 pub use client::{Arbiter, Client, ClientInfo, Grant, GrantToken, PolicyParams};
 #[cfg(not(loom))]
-pub use liveness::{process_alive, process_start_time};
+pub use liveness::{now_ns as monotonic_ns, process_alive, process_start_time};
 #[cfg(not(loom))]
 pub use options::ArbiterOptions;
 #[cfg(not(loom))]

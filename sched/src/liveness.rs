@@ -74,7 +74,7 @@ pub fn process_alive(pid: u32, start_time: u64) -> bool {
 }
 
 /// CLOCK_MONOTONIC in ns (system-wide, so comparable between processes).
-pub(crate) fn now_ns() -> u64 {
+pub fn now_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 

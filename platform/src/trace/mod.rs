@@ -111,13 +111,7 @@ pub fn enabled() -> bool {
 
 /// CLOCK_MONOTONIC in ns: the clock of every trace event.
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec into a valid local.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    softpreempt_sched::monotonic_ns()
 }
 
 /// Names `queue`'s track "`queue` [`priority`]" and sorts more urgent queues first.

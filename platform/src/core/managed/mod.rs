@@ -110,15 +110,7 @@ pub struct Managed {
     open_events: Mutex<Vec<std::sync::Weak<Deferred>>>,
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+use softpreempt_sched::monotonic_ns;
 
 /// Device time minus host monotonic time, from `clGetDeviceAndHostTimer` when the vendor
 /// has it (its host clock is CLOCK_MONOTONIC on Linux for the vendors we know).
