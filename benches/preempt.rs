@@ -109,7 +109,8 @@ usage: preempt [FLAGS]
   --hp-burst N       kernels per HP request, run back to back (default 1)
   --lp-depth N       LP launches kept queued (default 2)
   --lp-items N       LP global size (default: by device type and compute units)
-  --lp-kernel KIND   compute (a chain of FMAs) or memory (streams a large buffer)
+  --lp-kernel KIND   compute (a chain of FMAs), memory (streams a large buffer) or
+                     gemm (tiled matrix product, 16x16 tiles; reads get_group_id)
   --hp-items N       HP global size (default: by device type and compute units)
   --target-us LIST   [sched] target_slice_us, e.g. 200,1000: one corun-sp mode each
   --max-inflight N   [sched] max_inflight for the SoftPreempt modes
@@ -451,6 +452,9 @@ pub enum KernelKind {
     Compute,
     /// Strided reads of a buffer much larger than the caches (`stream`).
     Memory,
+    /// A tiled matrix product with `__local` tiles and barriers that reads
+    /// `get_group_id` (`gemm`): sliceable only through the kernel rewrite.
+    Gemm,
 }
 
 impl KernelKind {
@@ -458,8 +462,9 @@ impl KernelKind {
         match s {
             "compute" => Ok(KernelKind::Compute),
             "memory" => Ok(KernelKind::Memory),
+            "gemm" => Ok(KernelKind::Gemm),
             _ => Err(format!(
-                "--lp-kernel: expected compute or memory, got '{s}'"
+                "--lp-kernel: expected compute, memory or gemm, got '{s}'"
             )),
         }
     }
@@ -1068,6 +1073,38 @@ pub mod child {
             out[i & omask] = acc;
         }";
 
+    /// A tiled matrix product C = A B, 16x16 tiles in `__local` memory, `iters` tiles
+    /// deep; C is `items` = side x side, launched 2D with a 16x16 local size. It reads
+    /// `get_group_id`, so SoftPreempt slices it only by rewriting it (a hidden geometry
+    /// argument). A and B wrap around one 64 MiB buffer (`imask`): the access pattern of
+    /// a real GEMM, without gigabytes of operands.
+    const GEMM_SRC: &str = "
+        #define TS 16
+        __kernel void gemm(__global float *out, uint iters, uint omask,
+                           __global const float *in, uint imask, uint stride) {
+            __local float As[TS][TS];
+            __local float Bs[TS][TS];
+            size_t lx = get_local_id(0), ly = get_local_id(1);
+            size_t col = get_group_id(0) * TS + lx;
+            size_t row = get_group_id(1) * TS + ly;
+            size_t k_len = (size_t)iters * TS;
+            float acc = 0.0f;
+            for (uint t = 0; t < iters; ++t) {
+                As[ly][lx] = in[(row * k_len + t * TS + lx) & imask];
+                Bs[ly][lx] = in[((t * TS + ly) * stride + col + 12345) & imask];
+                barrier(CLK_LOCAL_MEM_FENCE);
+                for (int k = 0; k < TS; ++k)
+                    acc = fma(As[ly][k], Bs[k][lx], acc);
+                barrier(CLK_LOCAL_MEM_FENCE);
+            }
+            out[(row * stride + col) & omask] = acc;
+        }";
+
+    /// The side of a `gemm` launch of about `items` work-items (a multiple of 16).
+    fn gemm_side(items: usize) -> usize {
+        (((items as f64).sqrt() as usize) / 16).max(1) * 16
+    }
+
     /// Most floats in a kernel's `out` (a power of two): 64 MiB.
     const OUT_FLOATS: usize = 1 << 24;
 
@@ -1088,6 +1125,8 @@ pub mod child {
         out: cl_mem,
         input: Option<cl_mem>,
         items: usize,
+        /// `gemm`'s 2D launch: its side (global side x side, local 16 x 16).
+        side: Option<usize>,
     }
 
     fn set_arg<T>(kernel: cl_kernel, index: cl_uint, v: &T) {
@@ -1112,14 +1151,16 @@ pub mod child {
             let (src, name) = match kind {
                 KernelKind::Compute => (SPIN_SRC, "spin"),
                 KernelKind::Memory => (STREAM_SRC, "stream"),
+                KernelKind::Gemm => (GEMM_SRC, "gemm"),
             };
+            let side = (kind == KernelKind::Gemm).then(|| gemm_side(items));
             let kernel = env.kernel(env.program(src), name);
             // The largest power of two not above `items`, at most OUT_FLOATS.
             let out_floats = 1usize << items.clamp(1, OUT_FLOATS).ilog2();
             let out = env.buffer(out_floats * std::mem::size_of::<f32>());
             set_arg(kernel, 0, &out);
             set_arg(kernel, 2, &((out_floats - 1) as cl_uint));
-            let input = (kind == KernelKind::Memory).then(|| {
+            let input = (kind != KernelKind::Compute).then(|| {
                 let dtype: cl_device_type = device_info(env.device, CL_DEVICE_TYPE);
                 let bytes = stream_bytes(dtype & CL_DEVICE_TYPE_GPU as cl_device_type != 0);
                 let input = env.buffer(bytes);
@@ -1142,7 +1183,8 @@ pub mod child {
                 }
                 set_arg(kernel, 3, &input);
                 set_arg(kernel, 4, &((floats - 1) as cl_uint));
-                set_arg(kernel, 5, &(items.min(u32::MAX as usize) as cl_uint));
+                let stride = side.unwrap_or(items).min(u32::MAX as usize);
+                set_arg(kernel, 5, &(stride as cl_uint));
                 input
             });
             Spin {
@@ -1151,6 +1193,7 @@ pub mod child {
                 out,
                 input,
                 items,
+                side,
             }
         }
 
@@ -1158,19 +1201,25 @@ pub mod child {
             set_arg(self.kernel, 1, &(iters as cl_uint));
         }
 
-        /// Enqueues one launch (NULL local size, as most applications do) and flushes it
-        /// so that the device starts it without waiting for a later call.
+        /// Enqueues one launch (NULL local size, as most applications do; `gemm` 2D with
+        /// its 16x16 tiles) and flushes it so that the device starts it without waiting
+        /// for a later call.
         fn enqueue(&self) -> cl_event {
             let mut ev = std::ptr::null_mut();
-            // SAFETY: a valid queue and kernel with both arguments set; one event out.
+            let (dims, global, local) = match self.side {
+                Some(n) => (2, [n, n], Some([16usize, 16])),
+                None => (1, [self.items, 1], None),
+            };
+            // SAFETY: a valid queue and kernel with every argument set; the size arrays
+            // outlive the call; one event out.
             unsafe {
                 ok(clEnqueueNDRangeKernel(
                     self.env.queue,
                     self.kernel,
-                    1,
+                    dims,
                     std::ptr::null(),
-                    &self.items,
-                    std::ptr::null(),
+                    global.as_ptr(),
+                    local.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()),
                     0,
                     std::ptr::null(),
                     &mut ev,
@@ -1272,7 +1321,26 @@ pub mod child {
         // NVIDIA parts); a CPU device needs enough work-groups to slice finely.
         let lp_target = Duration::from_secs_f64(lp_ms / 1e3);
         let hp_target = Duration::from_secs_f64(hp_us / 1e6);
-        let ((lp, lp_t), (hp, hp_t)) = if gpu {
+        let size = |kind, items: usize, target| {
+            let spin = Spin::new(Platform::Bare, items, kind);
+            let (iters, t) = size_iters(&spin, target);
+            (KernelSpec { items, iters, kind }, t)
+        };
+        let ((lp, lp_t), (hp, hp_t)) = if lp_kind == KernelKind::Gemm {
+            // A large C and a K depth that fills the time: thousands of short
+            // work-groups, as in a real large GEMM (a deep K with few tiles of C would
+            // make each work-group run for milliseconds).
+            let side = if gpu { 8192 } else { 512 };
+            let hp_items = hp_items.unwrap_or(cus as usize * if gpu { 2048 } else { 64 });
+            (
+                size(KernelKind::Gemm, lp_items.unwrap_or(side * side), lp_target),
+                if gpu {
+                    size_waves(KernelKind::Compute, hp_items, hp_target)
+                } else {
+                    size(KernelKind::Compute, hp_items, hp_target)
+                },
+            )
+        } else if gpu {
             // Enough work-items to fill every SM (2048 resident threads each on recent
             // NVIDIA parts), so a wave is one pass over the whole device.
             let wave = cus as usize * 2048;
@@ -1283,11 +1351,6 @@ pub mod child {
         } else {
             // A CPU device runs work-items one after another in each work-group, so a
             // work-item is short whatever the launch: only `iters` needs sizing.
-            let size = |kind, items: usize, target| {
-                let spin = Spin::new(Platform::Bare, items, kind);
-                let (iters, t) = size_iters(&spin, target);
-                (KernelSpec { items, iters, kind }, t)
-            };
             (
                 size(lp_kind, lp_items.unwrap_or(cus as usize * 4096), lp_target),
                 size(
