@@ -336,6 +336,57 @@ fn finish_submits_and_completes_everything_in_software() {
     mc::release_mems(&outs);
 }
 
+/// clWaitForEvents on deferred commands still in software (behind a command held by a
+/// user event that another thread sets later) returns once they are complete: the wait
+/// follows each command to its final vendor piece, whenever the submitter creates it.
+#[test]
+fn wait_for_events_still_in_software_returns_when_complete() {
+    let _g = setup();
+    let env = Env::sp();
+    let n = 64 * 128;
+    let outs: Vec<cl_mem> = (0..3).map(|_| env.buffer(n * 4)).collect();
+    let u = user_event(&env);
+    let evs: Vec<cl_event> = outs
+        .iter()
+        .enumerate()
+        .map(|(i, &o)| {
+            let waits = if i == 0 {
+                std::slice::from_ref(&u)
+            } else {
+                &[]
+            };
+            fill(&env, env.queue, o, n, 10 + i as u32, waits)
+        })
+        .collect();
+    // Nothing can have run: the first command waits for `u`, the others are behind it.
+    assert!(evs.iter().all(|&e| mc::status(e) > CL_COMPLETE as cl_int));
+    let uh = u as usize;
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        // SAFETY: the user event, alive until joined.
+        unsafe { clSetUserEventStatus(uh as cl_event, CL_COMPLETE) }
+    });
+    // The last two, in one call; then the first alone.
+    wait(&evs[1..]);
+    wait(&evs[..1]);
+    ok(setter.join().unwrap());
+    for &e in &evs {
+        assert_eq!(
+            mc::status(e),
+            CL_COMPLETE,
+            "an event not complete after its wait"
+        );
+    }
+    for (i, &o) in outs.iter().enumerate() {
+        if let Some(m) = mc::check_fill(&env.read::<u32>(o, n), 0, 10 + i as u32, 200) {
+            panic!("{m}");
+        }
+    }
+    evs.into_iter().for_each(release);
+    release(u);
+    mc::release_mems(&outs);
+}
+
 #[test]
 fn failed_dependency_fails_the_deferred_command_like_bare() {
     let _g = setup();
