@@ -336,6 +336,39 @@ fn finish_submits_and_completes_everything_in_software() {
     mc::release_mems(&outs);
 }
 
+/// With a lower priority registered, a direct command asks the vendor for an event of its
+/// own (to watch its completion); the 1.x marker's NULL event must still be refused, as
+/// the bare driver refuses it: "CL_INVALID_VALUE if event is a NULL value."
+#[test]
+fn marker_without_event_is_refused_while_a_lower_priority_is_registered() {
+    let _g = setup();
+    let env = Env::sp();
+    let props = [
+        CL_QUEUE_PRIORITY_KHR,
+        CL_QUEUE_PRIORITY_LOW_KHR as cl_queue_properties,
+        0,
+    ];
+    let mut err = 0;
+    // SAFETY: a live context and device; a zero-terminated property list.
+    let low = unsafe {
+        clCreateCommandQueueWithProperties(env.context, env.device, props.as_ptr(), &mut err)
+    };
+    ok(err);
+    let bare = Env::new(bare_platform());
+    // SAFETY: NULL event pointers on purpose; live queues.
+    unsafe {
+        assert_eq!(
+            clEnqueueMarker(env.queue, std::ptr::null_mut()),
+            clEnqueueMarker(bare.queue, std::ptr::null_mut())
+        );
+        assert_eq!(
+            clEnqueueMarker(env.queue, std::ptr::null_mut()),
+            CL_INVALID_VALUE
+        );
+        ok(clReleaseCommandQueue(low));
+    }
+}
+
 /// clWaitForEvents on deferred commands still in software (behind a command held by a
 /// user event that another thread sets later) returns once they are complete: the wait
 /// follows each command to its final vendor piece, whenever the submitter creates it.

@@ -555,7 +555,12 @@ pub fn enqueue_native_kernel(
 
 pub fn enqueue_marker(command_queue: cl_command_queue, event: *mut cl_event) -> CLResult<()> {
     let q = queue(command_queue)?;
-    // "CL_INVALID_VALUE if event is NULL" is the vendor's to check.
+    // "CL_INVALID_VALUE if event is a NULL value." Checked here: while a lower priority is
+    // registered, a direct command asks the vendor for an event of its own (to watch its
+    // completion), so the vendor would never see the application's NULL.
+    if event.is_null() {
+        return Err(CL_INVALID_VALUE);
+    }
     submit_with(q, InnerEvents::empty(), event, |i, _, _, ev| {
         vtry!(i.vt, clEnqueueMarker(i.h, ev))
     })
