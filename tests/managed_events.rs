@@ -340,6 +340,7 @@ fn finish_submits_and_completes_everything_in_software() {
 /// own (to watch its completion); the 1.x marker's NULL event must still be refused, as
 /// the bare driver refuses it: "CL_INVALID_VALUE if event is a NULL value."
 #[test]
+#[allow(deprecated)] // clEnqueueMarker is the 1.x call under test.
 fn marker_without_event_is_refused_while_a_lower_priority_is_registered() {
     let _g = setup();
     let env = Env::sp();
