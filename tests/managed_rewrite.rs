@@ -418,22 +418,11 @@ fn build_log(env: &Env, src: &str) -> (cl_int, String) {
     (rc, common::cstr(&log))
 }
 
-/// The line of the first error in a build log (`<source>:LINE:COL: error: ...`).
-fn error_line(log: &str) -> usize {
-    let line = log
-        .lines()
-        .find(|l| l.contains("error"))
-        .unwrap_or_else(|| panic!("no error in the build log:\n{log}"));
-    line.split(':')
-        .find_map(|f| f.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no line number in: {line}"))
-}
-
 #[test]
 fn build_errors_keep_their_line_numbers() {
     let _g = setup();
     // Reads the geometry (through a macro and a helper), so it would be rewritten.
-    let src = "#define G \\\n  get_group_id(0)\n\nsize_t h(void) { return G; }\nkernel void broken(global int* o) {\n    o[0] = h();\n    o[1] = undefined_name;\n}\n";
+    let src = BROKEN;
     let (bare_rc, bare_log) = build_log(&Env::new(bare_platform()), src);
     let (rc, log) = build_log(&Env::sp(), src);
     assert_ne!(bare_rc, CL_SUCCESS);

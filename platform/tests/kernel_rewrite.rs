@@ -652,21 +652,10 @@ fn rewrites_of_noisy_variants_build() {
     );
 }
 
-/// The line of the first error in a build log (`<source>:LINE:COL: error: ...`).
-fn error_line(log: &str) -> usize {
-    let line = log
-        .lines()
-        .find(|l| l.contains("error"))
-        .unwrap_or_else(|| panic!("no error in the build log:\n{log}"));
-    line.split(':')
-        .find_map(|f| f.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no line number in: {line}"))
-}
-
 #[test]
 fn build_errors_keep_their_line_numbers() {
     let cl = Cl::get();
-    let src = "#define G \\\n  get_group_id(0)\n\nsize_t h(void) { return G; }\nkernel void broken(global int* o) {\n    o[0] = h();\n    o[1] = undefined_name;\n}\n";
+    let src = BROKEN;
     let analysis = analyse_with_options(src, &[], "");
     let rewritten = rewrite(&analysis).expect("rewrite");
     assert_eq!(rewritten.kernels, [("broken".to_string(), 1)]);

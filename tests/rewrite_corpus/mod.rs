@@ -394,3 +394,18 @@ pub const GROUPS_H: &str = "
 #define GROUP_LINEAR (get_group_id(1) * get_num_groups(0) + get_group_id(0))
 #define SIZE0 get_global_size(0)
 ";
+
+/// A program with a deliberate error on line 7 that reads the geometry (through a macro
+/// and a helper), so it would be rewritten: build logs must name the same line either way.
+pub const BROKEN: &str = "#define G \\\n  get_group_id(0)\n\nsize_t h(void) { return G; }\nkernel void broken(global int* o) {\n    o[0] = h();\n    o[1] = undefined_name;\n}\n";
+
+/// The line of the first error in a build log (`<source>:LINE:COL: error: ...`).
+pub fn error_line(log: &str) -> usize {
+    let line = log
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or_else(|| panic!("no error in the build log:\n{log}"));
+    line.split(':')
+        .find_map(|f| f.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no line number in: {line}"))
+}

@@ -21,31 +21,25 @@ pub fn wait_for_events(num_events: cl_uint, event_list: *const cl_event) -> CLRe
     // "CL_INVALID_CONTEXT if events specified in event_list do not belong to the same
     // context." Checked here, on our wrappers: some vendors (NVIDIA) wait forever on such a
     // list instead, and events of two platforms must never reach one vendor.
-    let events = crate::core::args::slice(event_list, num_events as usize)?;
-    let first = Obj::<Event>::check(events[0])?.get();
-    for &e in &events[1..] {
-        if Obj::<Event>::check(e)?.get().context != first.context {
-            return Err(CL_INVALID_CONTEXT);
-        }
+    let events = crate::core::args::slice(event_list, num_events as usize)?
+        .iter()
+        .map(|&e| Obj::<Event>::check(e).map(|o| o.get()))
+        .collect::<CLResult<Vec<&Event>>>()?;
+    let first = events[0];
+    if events.iter().any(|e| e.context != first.context) {
+        return Err(CL_INVALID_CONTEXT);
     }
+    let deferred = || events.iter().filter_map(|e| e.deferred.as_ref());
     // Deferred commands are waited for on their final vendor piece first (see
     // `Deferred::wait`); their user events are set by then.
-    for &e in events {
-        if let Some(d) = &Obj::<Event>::check(e)?.get().deferred {
-            d.wait();
-        }
-    }
+    deferred().for_each(|d| d.wait());
     let vt = first.inner.vt;
     vtry!(vt, clWaitForEvents(list.len(), list.ptr()))?;
     // "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the execution status of any of the
     // events in event_list is a negative integer value." A deferred command's event is a
     // vendor user event inside, for which a vendor may not say so (NVIDIA does not).
-    for &e in events {
-        if let Some(d) = &Obj::<Event>::check(e)?.get().deferred {
-            if d.status() < 0 {
-                return Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
-            }
-        }
+    if deferred().any(|d| d.status() < 0) {
+        return Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
     }
     Ok(())
 }

@@ -456,17 +456,16 @@ pub fn get_kernel_info(
     param_value_size_ret: *mut usize,
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
+    // A rewritten kernel's application arguments end where the hidden one begins.
+    if let Some(n) = k.hidden.filter(|_| param_name == CL_KERNEL_NUM_ARGS) {
+        return write_info(
+            param_value_size,
+            param_value,
+            param_value_size_ret,
+            bytes_of(&n),
+        );
+    }
     let handle = match param_name {
-        // The application's arguments only.
-        CL_KERNEL_NUM_ARGS if k.hidden.is_some() => {
-            let n: cl_uint = k.hidden.unwrap_or(0);
-            return write_info(
-                param_value_size,
-                param_value,
-                param_value_size_ret,
-                bytes_of(&n),
-            );
-        }
         CL_KERNEL_CONTEXT => k.program.get().context.handle(),
         CL_KERNEL_PROGRAM => k.program.handle(),
         // Everything else is plain data: forwarded as is (this is a hot query).

@@ -15,12 +15,12 @@ use crate::api::kernel::wrap_kernel;
 use crate::core::args::{bytes_of, bytes_of_slice, set_out, write_info};
 use crate::core::callback::{once_obj, Callback, ObjNotify};
 use crate::core::error::CLResult;
-use crate::core::forward::{fetch_info, hold_list, unwrap_list};
+use crate::core::forward::{fetch_info, hold_list, unwrap_list, Inner};
 use crate::core::handle::{new_obj, Obj, Ref};
 use crate::core::objects::{Context, Program};
 use crate::core::platform::Device;
 use crate::core::refcount;
-use crate::core::rewritten::{self, Exec, RewriteInfo};
+use crate::core::rewritten::{self, Exec, OwnedProgram, RewriteInfo};
 use crate::core::sliceable::{sha256_hex, Origin};
 use crate::{vcreate, vtry};
 
@@ -470,38 +470,29 @@ fn rewritten_build(
         return Ok(None);
     }
     let c = &p.context.get().inner;
+    // The vendor-call macros return their error from the enclosing function: a closure.
     let new_program = |text: &str| -> CLResult<cl_program> {
         let mut ptr = text.as_ptr() as *const c_char;
         let len = text.len();
         vcreate!(c.vt, clCreateProgramWithSource(c.h, 1, &mut ptr, &len))
     };
-    let create = |text: &str| -> Result<Exec, String> {
-        let h = new_program(text).map_err(|e| format!("creating it failed ({e})"))?;
-        Ok(Exec {
-            program: Some(c.child(h)),
-            info: Arc::new(RewriteInfo {
-                kernels: Vec::new(),
-                analyses: Vec::new(),
-            }),
-        })
+    let create = |text: &str| -> Result<OwnedProgram, String> {
+        new_program(text)
+            .map(|h| OwnedProgram(c.child(h)))
+            .map_err(|e| format!("creating it failed ({e})"))
     };
-    let mut exec = create(&r.source)?;
-    let Some(inner) = exec.program.clone() else {
-        return Ok(None);
-    };
+    let program = create(&r.source)?;
+    let inner = &program.0;
     // Released when dropped, after the compile.
     let headers = match include_names {
         Some(_) => r
             .headers
             .iter()
             .map(|(_, text)| create(text))
-            .collect::<Result<Vec<Exec>, String>>()?,
+            .collect::<Result<Vec<OwnedProgram>, String>>()?,
         None => Vec::new(),
     };
-    let handles: Vec<cl_program> = headers
-        .iter()
-        .filter_map(|h| h.program.as_ref().map(|p| p.h))
-        .collect();
+    let handles: Vec<cl_program> = headers.iter().map(|h| h.0.h).collect();
     let build = || -> CLResult<()> {
         match include_names {
             None => vtry!(
@@ -542,23 +533,21 @@ fn rewritten_build(
             }
         }
     };
-    let built = build();
-    exec.info = Arc::new(RewriteInfo {
-        kernels: r.kernels,
-        analyses: vec![analysis],
-    });
-    match built {
-        Ok(()) => Ok(Some(Arc::new(exec))),
-        // Dropping `exec` releases the program.
-        Err(e) => Err(format!("error {e}: {}", first_error(&exec, devs))),
+    match build() {
+        Ok(()) => Ok(Some(Arc::new(Exec {
+            program: Some(program),
+            info: Arc::new(RewriteInfo {
+                kernels: r.kernels,
+                analyses: vec![analysis],
+            }),
+        }))),
+        // Dropping `program` releases it.
+        Err(e) => Err(format!("error {e}: {}", first_error(inner, devs))),
     }
 }
 
 /// The first error line of a failed build's log, for the warning.
-fn first_error(exec: &Exec, devs: &Devices) -> String {
-    let Some(p) = &exec.program else {
-        return String::new();
-    };
+fn first_error(p: &Inner<cl_program>, devs: &Devices) -> String {
     let device = devs.inner.first().copied().unwrap_or(std::ptr::null_mut());
     let log = fetch_info(|s, v, r| match p.vt.clGetProgramBuildInfo {
         // SAFETY: the vendor's query on our own program, buffers sized by fetch_info.

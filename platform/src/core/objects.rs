@@ -69,7 +69,7 @@ impl Program {
     /// when there is one, else the application's own.
     pub fn exec_handle(&self) -> cl_program {
         self.exec()
-            .and_then(|e| e.program.as_ref().map(|p| p.h))
+            .and_then(|e| e.program.as_ref().map(|p| p.0.h))
             .unwrap_or(self.inner.h)
     }
 }

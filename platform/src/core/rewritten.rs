@@ -60,24 +60,25 @@ impl RewriteInfo {
     }
 }
 
+/// A vendor program the layer created for itself, released when dropped.
+pub struct OwnedProgram(pub Inner<cl_program>);
+
+impl Drop for OwnedProgram {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.vt.clReleaseProgram {
+            // SAFETY: the program we created; this is our only reference to it.
+            unsafe { f(self.0.h) };
+        }
+    }
+}
+
 /// The executable behind an application's program built from rewritten code.
 pub struct Exec {
     /// The vendor program built from the rewritten source (released with the last
     /// holder: the program and its kernels); `None` when the application's own vendor
     /// program is the executable (a recognised binary).
-    pub program: Option<Inner<cl_program>>,
+    pub program: Option<OwnedProgram>,
     pub info: Arc<RewriteInfo>,
-}
-
-impl Drop for Exec {
-    fn drop(&mut self) {
-        if let Some(p) = &self.program {
-            if let Some(f) = p.vt.clReleaseProgram {
-                // SAFETY: the program we created; this is our only reference to it.
-                unsafe { f(p.h) };
-            }
-        }
-    }
 }
 
 fn table() -> &'static Mutex<HashMap<String, Arc<RewriteInfo>>> {
