@@ -336,6 +336,44 @@ fn finish_submits_and_completes_everything_in_software() {
     mc::release_mems(&outs);
 }
 
+/// A sliced command's status reads CL_COMPLETE only once its last slice is done: polled
+/// while it runs, the moment it says so its whole output must be there, as read through
+/// another queue that does not wait for it.
+#[test]
+fn polled_status_of_a_sliced_command_completes_with_its_last_slice() {
+    let _g = setup();
+    let env = Env::sp();
+    let q2 = second_queue(&env);
+    let n = 64 * 2048;
+    let out = env.buffer(n * 4);
+    for seed in 0..4u32 {
+        let ev = fill(&env, env.queue, out, n, 100 + seed, &[]);
+        while mc::status(ev) > CL_COMPLETE as cl_int {}
+        let mut got = vec![0u32; n];
+        // SAFETY: a blocking read of `n` u32 into `got`, on a queue of the same context.
+        ok(unsafe {
+            clEnqueueReadBuffer(
+                q2,
+                out,
+                CL_TRUE,
+                0,
+                n * 4,
+                got.as_mut_ptr() as *mut c_void,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        });
+        if let Some(m) = mc::check_fill(&got, 0, 100 + seed, 200) {
+            panic!("complete before its last slice (launch {seed}): {m}");
+        }
+        release(ev);
+    }
+    // SAFETY: our queue.
+    ok(unsafe { clReleaseCommandQueue(q2) });
+    mc::release_mems(&[out]);
+}
+
 /// With a lower priority registered, a direct command asks the vendor for an event of its
 /// own (to watch its completion); the 1.x marker's NULL event must still be refused, as
 /// the bare driver refuses it: "CL_INVALID_VALUE if event is a NULL value."

@@ -222,12 +222,19 @@ impl Deferred {
         }
     }
 
-    /// Completes the event from its last piece if that piece is done (used where the
-    /// vendor guarantees completion before its callback has run: clFinish, status queries).
+    /// Completes the event from its pieces once that is known before the vendor's
+    /// callback has run (clFinish, status queries): the final piece is complete, or the
+    /// latest piece failed (a failed slice fails the whole command). A complete piece
+    /// that is not the final one says nothing: later slices may not even exist yet.
     pub fn settle(&self) -> bool {
-        let last = self.lock().last;
-        match last.map(|e| status_of(self.user.vt, e)) {
-            Some(s) if s <= CL_COMPLETE as cl_int => {
+        // Asked under the lock: `piece` releases the previous last piece when it replaces
+        // it, so outside the lock the event could be gone.
+        let (status, is_final) = {
+            let p = self.lock();
+            (p.last.map(|e| status_of(self.user.vt, e)), p.last_is_final)
+        };
+        match status {
+            Some(s) if s < 0 || (s == CL_COMPLETE as cl_int && is_final) => {
                 self.finish(s);
                 true
             }
@@ -262,8 +269,8 @@ impl Deferred {
                 self.finish(status_of(self.user.vt, last).min(CL_COMPLETE as cl_int));
                 return;
             }
-            // Still in software: the submitter says when the final piece exists. The
-            // timeout only re-checks (a lost wake-up costs at most that).
+            // Still in software: the submitter says when the final piece exists (both
+            // are changed and checked under the lock). The timeout is only a safety net.
             p = self
                 .progress
                 .wait_timeout(p, Duration::from_millis(20))
@@ -317,16 +324,16 @@ impl Deferred {
             // set for the command-queue"
             return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
         }
-        let (first, last, done) = {
-            let p = self.lock();
-            (p.first, p.last, p.done)
-        };
-        if !done && last.is_none() {
-            // "CL_PROFILING_INFO_NOT_AVAILABLE if ... the execution status of the command
-            // identified by event is not CL_COMPLETE." (Once pieces exist, the vendor's own
-            // answer for them is given, whatever it does before completion.)
+        // "CL_PROFILING_INFO_NOT_AVAILABLE if ... the execution status of the command
+        // identified by event is not CL_COMPLETE." (The spec's answer on every vendor: an
+        // earlier piece's times are not the command's; NVIDIA's bare driver says 0.)
+        if !self.is_done() && !self.settle() {
             return Err(CL_PROFILING_INFO_NOT_AVAILABLE);
         }
+        let (first, last) = {
+            let p = self.lock();
+            (p.first, p.last)
+        };
         let (first, last) = first.zip(last).ok_or(CL_PROFILING_INFO_NOT_AVAILABLE)?;
         let vt = self.user.vt;
         match what {

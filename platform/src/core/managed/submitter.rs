@@ -289,15 +289,20 @@ impl Submitter {
             event,
         } = cmd;
         let waits: Vec<cl_event> = wait.iter().map(|r| r.handle()).collect();
-        let status = if waits.iter().any(|&e| status_of(self.vt(), e) < 0) {
+        // One read of each dependency's status decides both questions below: read twice,
+        // a dependency could fail in between, and a launch sliced behind a failed event
+        // would hold the window for ever (PoCL never runs it).
+        let statuses: Vec<cl_int> = waits.iter().map(|&e| status_of(self.vt(), e)).collect();
+        let status = if statuses.iter().any(|&s| s < 0) {
             // A dependency already failed: the command fails as the vendor fails the
             // dependents of a failed event (PoCL never completes a command enqueued after
             // its dependency failed).
             Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
         } else {
+            let pending = statuses.iter().any(|&s| s > CL_COMPLETE as cl_int);
             match work {
                 Work::Call(call) => self.call(call, &waits, event.as_ref()),
-                Work::Launch(l) => self.launch(&l, &waits, event.as_ref()),
+                Work::Launch(l) => self.launch(&l, &waits, pending, event.as_ref()),
             }
         };
         if let (Err(e), Some(d)) = (status, event.as_ref()) {
@@ -322,11 +327,23 @@ impl Submitter {
         };
         call(&self.m.inner, waits.len() as cl_uint, list_ptr(waits), out)?;
         if let Some(d) = d {
-            d.piece(ev);
-            complete_on(d, ev);
+            self.last_piece(d, ev, waits);
             release_event(self.vt(), ev);
         }
         Ok(())
+    }
+
+    /// Records `ev` as the command's final piece. A dependency that failed between the
+    /// submitter's look at it and the enqueue may leave the piece never completing (PoCL
+    /// runs nothing enqueued behind a failed event), so the command fails now, as it would
+    /// have had the failure come first; the user event is set before waiters learn of the
+    /// final piece, so none of them waits on it.
+    fn last_piece(&self, d: &Arc<Deferred>, ev: cl_event, waits: &[cl_event]) {
+        d.piece(ev);
+        if waits.iter().any(|&e| status_of(self.vt(), e) < 0) {
+            d.finish(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+        }
+        complete_on(d, ev);
     }
 
     /// Enqueues one piece of a launch on the vendor queue and flushes it, so it starts
@@ -374,20 +391,17 @@ impl Submitter {
         &mut self,
         l: &Launch,
         waits: &[cl_event],
+        pending: bool,
         d: Option<&Arc<Deferred>>,
     ) -> Result<(), cl_int> {
         let whole_offset = l.offset.as_ref().map_or(std::ptr::null(), |o| o.as_ptr());
         // A launch still waiting for other commands (a user event, another queue) is not
         // held in our window: waiting on it there could block this queue until the
         // application, perhaps blocked on this queue, sets the event. It goes whole.
-        if waits
-            .iter()
-            .any(|&e| status_of(self.vt(), e) > CL_COMPLETE as cl_int)
-        {
+        if pending {
             let ev = self.enqueue_piece(l, whole_offset, &l.global, waits)?;
             if let Some(d) = d {
-                d.piece(ev);
-                complete_on(d, ev);
+                self.last_piece(d, ev, waits);
             }
             release_event(self.vt(), ev);
             // Not retired here, so its device time is unknown to the profile.
@@ -484,9 +498,7 @@ impl Submitter {
             }
         }
     }
-}
 
-impl Submitter {
     /// Traces a wait for a grant that took long enough to be one (a higher priority held
     /// the device); in the middle of a launch, that wait is a preemption.
     fn trace_wait(&self, l: &Launch, planner: Option<&SlicePlanner>, asked_ns: u64) {
