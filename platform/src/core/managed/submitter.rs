@@ -1,6 +1,7 @@
 //! The submitter thread of a managed queue: takes commands from the FIFO in order, asks
-//! the arbiter for a grant per kernel piece, cuts launches into slices, and keeps at most
-//! `max_inflight` slices on the vendor queue.
+//! the arbiter for a grant per kernel piece (consecutive short launches share one, up to
+//! the budget), cuts launches into slices of whole waves, and keeps at most the budget (the
+//! slice target) of predicted device time queued behind the running piece.
 
 use once_cell::sync::Lazy;
 use softpreempt_sched::{GrantToken, NdRange, SlicePlanner, TimingModel, TimingTable};
@@ -112,6 +113,8 @@ struct InFlight {
     work_groups: u64,
     /// The launch's wave, in work-groups (the timing model counts waves).
     wave_wgs: u64,
+    /// Its predicted device time when submitted (see `Submitter::predict`).
+    pred_ns: u64,
     key: Option<ModelKey>,
 }
 
@@ -121,6 +124,9 @@ struct Submitter {
     last_retired_ns: u64,
     /// Device time of the pieces of the launch being retired so far (for profiles).
     launch_ns: u64,
+    /// Predicted device time submitted under the latest grant (short launches are grouped
+    /// under one grant up to the budget).
+    group_ns: u64,
 }
 
 /// The thread body.
@@ -130,6 +136,7 @@ pub fn run(m: Arc<Managed>) {
         window: VecDeque::new(),
         last_retired_ns: 0,
         launch_ns: 0,
+        group_ns: 0,
     };
     loop {
         let cmd = {
@@ -178,6 +185,7 @@ pub fn run_now(m: &Arc<Managed>) {
         window: VecDeque::new(),
         last_retired_ns: 0,
         launch_ns: 0,
+        group_ns: 0,
     };
     loop {
         let Some(cmd) = s.m.lock().fifo.pop_front() else {
@@ -475,14 +483,6 @@ impl Submitter {
         let mut pieces = 0u64;
         let tracing = crate::trace::enabled();
         loop {
-            if self.window.len() >= self.m.max_inflight {
-                self.retire_one();
-            }
-            let asked_ns = if tracing { monotonic_ns() } else { 0 };
-            let token = self.grant();
-            if tracing {
-                self.trace_wait(l, planner.as_ref(), asked_ns);
-            }
             // Decided per piece: a higher priority may have come or gone since the last one.
             let slicing = self.slicing();
             let piece = match planner.as_mut().filter(|_| slicing) {
@@ -513,6 +513,19 @@ impl Submitter {
                     false,
                 ),
             };
+            let pred = self.predict(l, wgs);
+            self.make_room(pred);
+            let asked_ns = if tracing { monotonic_ns() } else { 0 };
+            let token = if self.may_group(pred) {
+                None
+            } else {
+                self.group_ns = 0;
+                self.grant()
+            };
+            self.group_ns += pred;
+            if tracing {
+                self.trace_wait(l, planner.as_ref(), asked_ns);
+            }
             let offset_ptr = if sliced || started {
                 offset.as_ptr()
             } else {
@@ -546,12 +559,61 @@ impl Submitter {
                 submitted_ns: monotonic_ns(),
                 work_groups: wgs,
                 wave_wgs: l.wave_wgs,
+                pred_ns: pred,
                 key,
             });
             if finished {
                 return Ok(());
             }
         }
+    }
+
+    /// The predicted device time of a piece of `wgs` work-groups of launch `l`; the whole
+    /// budget when nothing is known (so unknown work is never packed behind more).
+    fn predict(&self, l: &Launch, wgs: u64) -> u64 {
+        let budget = self.m.target_ns;
+        if wgs == 0 {
+            return budget;
+        }
+        model(&l.key)
+            .predict(softpreempt_sched::waves(wgs, l.wave_wgs))
+            .unwrap_or(budget)
+    }
+
+    /// Retires pieces until one of `pred` ns fits: the predicted device time queued behind
+    /// the running piece stays within the budget (the slice target), while at least one
+    /// piece waits behind the running one so the device never idles between them; and the
+    /// arbiter's in-flight grants per client are never exceeded.
+    fn make_room(&mut self, pred: u64) {
+        /// A bound on pieces in flight, whatever their predictions.
+        const MAX_WINDOW: usize = 32;
+        loop {
+            let n = self.window.len();
+            if n == 0 {
+                return;
+            }
+            let queued: u64 = self.window.iter().skip(1).map(|p| p.pred_ns).sum::<u64>() + pred;
+            let tokens = self.window.iter().filter(|p| p.token.is_some()).count();
+            let full = (n >= 2 && queued > self.m.target_ns)
+                || n >= MAX_WINDOW
+                || (tokens >= self.m.max_inflight && !self.may_group(pred));
+            if !full {
+                return;
+            }
+            self.retire_one();
+        }
+    }
+
+    /// Whether a piece of `pred` ns may go under the grant of a piece still in flight:
+    /// short launches are grouped under one grant up to the budget, in order, while no
+    /// higher priority wants the device.
+    fn may_group(&self, pred: u64) -> bool {
+        let Some(c) = self.m.client.as_ref() else {
+            return false;
+        };
+        self.window.iter().any(|p| p.token.is_some())
+            && self.group_ns.saturating_add(pred) <= self.m.target_ns
+            && !c.should_yield()
     }
 
     /// Traces a wait for a grant that took long enough to be one (a higher priority held
