@@ -401,6 +401,19 @@ impl Managed {
     }
 }
 
+/// A test hook, not a setting: `SOFTPREEMPT_TEST_LATE_CALLBACK_MS` delays the handling
+/// of direct commands' completion callbacks, as NVIDIA's driver delays the callbacks.
+fn late_callbacks() -> Option<std::time::Duration> {
+    static DELAY: once_cell::sync::Lazy<Option<std::time::Duration>> =
+        once_cell::sync::Lazy::new(|| {
+            std::env::var("SOFTPREEMPT_TEST_LATE_CALLBACK_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(std::time::Duration::from_millis)
+        });
+    *DELAY
+}
+
 /// Whether vendor event `e` has completed (or failed).
 pub fn is_complete(vt: &cl_icd_dispatch, e: cl_event) -> bool {
     deferred::status_of(vt, e) <= CL_COMPLETE as cl_int
@@ -414,7 +427,17 @@ pub unsafe extern "C" fn on_direct_done(_e: cl_event, _status: cl_int, data: *mu
     let r = std::panic::catch_unwind(|| {
         // SAFETY: the Arc reference given to the vendor with this callback.
         let w = unsafe { Arc::from_raw(data as *const Watch) };
-        w.complete();
+        match late_callbacks() {
+            // Emulates a driver that delivers completion callbacks late (NVIDIA), so
+            // tests can show that demand ends without them (`tests/managed_handback.rs`).
+            Some(delay) => {
+                std::thread::spawn(move || {
+                    std::thread::sleep(delay);
+                    w.complete();
+                });
+            }
+            None => w.complete(),
+        }
     });
     if r.is_err() {
         tracing::error!("softpreempt: internal error in a completion callback (suppressed)");
