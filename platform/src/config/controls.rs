@@ -301,6 +301,26 @@ controls! {
             env "SOFTPREEMPT_SHM_DIR", example r#"shm_dir = "/dev/shm""#;
     }
 
+    /// The program store: what SoftPreempt learned from the source of a program
+    /// (which kernels may be sliced, and the rewritten source of those that read
+    /// the launch geometry), kept per user and keyed by the vendor's binary of the
+    /// application's program, so that a later process loading that binary from an
+    /// application's cache (pyopencl, OpenCV, ...) is scheduled as a source build.
+    [store] StoreConfig {
+        /// Directory of the program store. Unset: `$XDG_CACHE_HOME/softpreempt`,
+        /// else `~/.cache/softpreempt`. Created with mode 0700; entries owned by
+        /// another user are ignored.
+        dir: Option<PathBuf> = None, expect "a directory path",
+            env "SOFTPREEMPT_STORE", example r#"dir = "/var/cache/softpreempt-alice""#,
+            valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
+        /// Largest size of the store, in MiB; past it the least recently used
+        /// entries are evicted. `0` turns the store off (binaries of rewritten
+        /// programs are then still the bare driver's, but a later process does
+        /// not slice their kernels).
+        max_mb: u64 = 64, expect "an integer between 0 and 65536",
+            valid |v| in_range(v, 0, 65_536);
+    }
+
     /// Tracing and profiling, for looking at what the scheduler did. Both are
     /// off by default and cost nothing then.
     [trace] TraceConfig {

@@ -1,6 +1,7 @@
 //! The wrapped objects and the machinery to forward them to the vendor.
 
 pub mod args;
+pub mod binaries;
 pub mod callback;
 pub mod cl;
 pub mod error;

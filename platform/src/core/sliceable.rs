@@ -11,7 +11,7 @@ use crate::config::{self, SafeBinary};
 use crate::core::cl::*;
 use crate::core::kernel_source::{self, Analysis};
 use crate::core::objects::Sliceable;
-use crate::core::rewritten::RewriteInfo;
+use crate::store::KernelFacts;
 
 /// Where a program's code came from, as far as slicing is concerned.
 #[derive(Clone, Default)]
@@ -108,13 +108,21 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Whether `kernel` of a program built from rewritten code may be sliced: those with the
-/// hidden geometry argument read the whole launch's geometry from it.
-pub fn of_rewritten(info: &RewriteInfo, kernel: &str) -> Sliceable {
-    match info.analysis(kernel) {
-        Some(a) => of_analysed(a, kernel, info.hidden(kernel).is_some()),
-        None => Sliceable::No("kernel not found in the program source".into()),
-    }
+/// What the analysis of a source says of each of its kernels, `hidden` naming those of
+/// the rewritten program that take the geometry argument (and its index): they read the
+/// whole launch's geometry from it, so may be sliced.
+pub fn facts(a: &Analysis, hidden: &[(String, u32)]) -> Vec<KernelFacts> {
+    a.kernels
+        .iter()
+        .map(|k| {
+            let h = hidden.iter().find(|(n, _)| *n == k.name).map(|(_, i)| *i);
+            KernelFacts {
+                name: k.name.clone(),
+                hidden: h,
+                sliceable: of_analysed(a, &k.name, h.is_some()),
+            }
+        })
+        .collect()
 }
 
 /// Whether `kernel` of a program of `origin` may be sliced.
