@@ -503,53 +503,6 @@ fn the_hidden_argument_is_no_argument() {
     }
 }
 
-/// The binary of a program built through SoftPreempt (one device).
-fn binary_of(p: cl_program) -> Vec<u8> {
-    // SAFETY: a vendor info query with the buffer and sizes info_* passes.
-    let size: usize = common::info_scalar(|s, v, r| unsafe {
-        clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, s, v, r)
-    });
-    let mut bin = vec![0u8; size];
-    let mut ptr = bin.as_mut_ptr();
-    // SAFETY: one device, one buffer of its binary's size.
-    ok(unsafe {
-        clGetProgramInfo(
-            p,
-            CL_PROGRAM_BINARIES,
-            std::mem::size_of::<*mut u8>(),
-            &mut ptr as *mut *mut u8 as *mut c_void,
-            null_mut(),
-        )
-    });
-    bin
-}
-
-/// A built program from `bin`, and its kernel `name`.
-fn from_binary(env: &Env, bin: &[u8], name: &str) -> cl_kernel {
-    let bin_ptr = bin.as_ptr();
-    let (mut status, mut err) = (0, 0);
-    // SAFETY: one device, one binary of `bin.len()` bytes.
-    let p = unsafe {
-        clCreateProgramWithBinary(
-            env.context,
-            1,
-            &env.device,
-            &bin.len(),
-            &bin_ptr as *const *const u8 as *mut *const u8,
-            &mut status,
-            &mut err,
-        )
-    };
-    ok(err);
-    ok(status);
-    // SAFETY: valid program and device.
-    ok(unsafe { clBuildProgram(p, 1, &env.device, null(), None, null_mut()) });
-    let k = env.kernel(p, name);
-    // SAFETY: the kernel holds its program.
-    unsafe { clReleaseProgram(p) };
-    k
-}
-
 #[test]
 fn binaries_round_trip_and_stay_sliceable() {
     let (dir, _g) = setup();
@@ -557,7 +510,7 @@ fn binaries_round_trip_and_stay_sliceable() {
     let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
     let sp = Env::sp();
     let p = mc::build(&sp, c.source, "").unwrap();
-    let k = from_binary(&sp, &binary_of(p), c.kernel);
+    let k = mc::from_binary(&sp, &mc::binary_of(p), c.kernel);
     assert_eq!(
         num_args(k),
         2,
@@ -582,7 +535,7 @@ fn binaries_loaded_by_another_process_are_sliced() {
     let sp = Env::sp();
     let p = mc::build(&sp, group_ids().source, "").unwrap();
     let file = mc::private_dir("binary").join("rewritten.bin");
-    std::fs::write(&file, binary_of(p)).unwrap();
+    std::fs::write(&file, mc::binary_of(p)).unwrap();
     // SAFETY: our program.
     unsafe { clReleaseProgram(p) };
     let out = std::process::Command::new(std::env::current_exe().unwrap())
@@ -608,7 +561,7 @@ fn binary_child() {
     let c = group_ids();
     let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
     let sp = Env::sp();
-    let k = from_binary(&sp, &std::fs::read(file).unwrap(), c.kernel);
+    let k = mc::from_binary(&sp, &std::fs::read(file).unwrap(), c.kernel);
     assert_eq!(
         num_args(k),
         2,

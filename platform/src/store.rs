@@ -51,7 +51,10 @@ impl Key {
     /// The entry's file name: a hash of the whole key.
     fn file_name(&self) -> String {
         let text = format!("{}\n{}", self.binary, self.device);
-        format!("{}.json", crate::core::sliceable::sha256_hex(text.as_bytes()))
+        format!(
+            "{}.json",
+            crate::core::sliceable::sha256_hex(text.as_bytes())
+        )
     }
 }
 
@@ -74,16 +77,19 @@ pub struct Unit {
     pub source: String,
     /// The (include name, text) headers it was compiled with (`clCompileProgram`).
     pub headers: Vec<(String, String)>,
-    pub options: String,
+    /// The build or compile options (`None`: the application passed NULL, which a
+    /// vendor may treat otherwise than an empty string).
+    pub options: Option<String>,
 }
 
-/// How to build the rewritten program again: one unit built with its options, or (with
-/// `link`) every unit compiled, then linked with those options.
+/// How to build the rewritten program again: one unit built with its options, or (when
+/// `linked`) every unit compiled, then linked with `link_options`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Recipe {
     pub units: Vec<Unit>,
-    pub link: Option<String>,
+    pub linked: bool,
+    pub link_options: Option<String>,
 }
 
 /// What the store holds for one binary.
@@ -310,7 +316,10 @@ fn private_dir(dir: &Path) -> io::Result<()> {
         Ok(()) => return Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
             return Ok(());
         }
         Err(e) => return Err(e),
@@ -451,9 +460,10 @@ mod tests {
                 units: vec![Unit {
                     source: "kernel void k() {}".into(),
                     headers: vec![("h.h".into(), "#define X 1".into())],
-                    options: "-DN=3".into(),
+                    options: Some("-DN=3".into()),
                 }],
-                link: None,
+                linked: false,
+                link_options: None,
             }),
         }
     }

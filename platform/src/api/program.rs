@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::api::kernel::wrap_kernel;
 use crate::core::args::{bytes_of, bytes_of_slice, set_out, write_info};
+use crate::core::binaries;
 use crate::core::callback::{once_obj, Callback, ObjNotify};
 use crate::core::error::CLResult;
 use crate::core::forward::{fetch_info, hold_list, unwrap_list};
@@ -20,7 +21,6 @@ use crate::core::handle::{new_obj, Obj, Ref};
 use crate::core::objects::{Context, Program};
 use crate::core::platform::Device;
 use crate::core::refcount;
-use crate::core::binaries;
 use crate::core::rewritten::{self, Bare, Exec, OwnedProgram, RewriteInfo};
 use crate::core::sliceable::{self, sha256_hex, Origin};
 use crate::store::{Recipe, Unit};
@@ -397,10 +397,10 @@ fn use_rewrite(
 }
 
 /// The build options as the application gave them, as text and as the vendor takes them.
-fn options_of(options: *const c_char) -> (String, Option<CString>) {
+fn options_of(options: *const c_char) -> (Option<String>, Option<CString>) {
     match crate::core::args::c_str(options) {
-        Ok(o) => (o.to_string_lossy().into_owned(), Some(o.to_owned())),
-        Err(_) => (String::new(), None),
+        Ok(o) => (Some(o.to_string_lossy().into_owned()), Some(o.to_owned())),
+        Err(_) => (None, None),
     }
 }
 
@@ -527,7 +527,11 @@ fn rewritten_build(
             Bare::Compile {
                 devices: devs.held.clone(),
                 options: copts,
-                headers: inc.programs.clone(),
+                headers: inc
+                    .programs
+                    .iter()
+                    .filter_map(|h| OwnedProgram::retain(&h.get().inner))
+                    .collect(),
                 names: inc
                     .names
                     .iter()
@@ -548,7 +552,8 @@ fn rewritten_build(
     let recipe = match include {
         None => Some(Arc::new(Recipe {
             units: vec![unit],
-            link: None,
+            linked: false,
+            link_options: None,
         })),
         // A compiled object is one unit of a later link's recipe.
         Some(_) => {
@@ -656,8 +661,7 @@ pub fn compile_program(
     );
     fell_back(p, &r, tried);
     if r.is_ok() {
-        *p.unit.lock().unwrap_or_else(|e| e.into_inner()) =
-            original_unit(p, options).map(Arc::new);
+        *p.unit.lock().unwrap_or_else(|e| e.into_inner()) = original_unit(p, options).map(Arc::new);
     }
     r
 }
@@ -810,13 +814,20 @@ fn linked_exec(
         recipe: units.map(|units| {
             Arc::new(Recipe {
                 units,
-                link: Some(text),
+                linked: true,
+                link_options: text,
             })
         }),
         bare: Mutex::new(Bare::Link {
             devices: devices.to_vec(),
             options: copts,
-            inputs,
+            inputs: inputs
+                .into_iter()
+                .filter_map(|p| {
+                    let own = OwnedProgram::retain(&p.get().inner)?;
+                    Some((p, own))
+                })
+                .collect(),
         }),
     }))
 }

@@ -124,7 +124,7 @@ fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
             names,
         } => {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
-            let hs: Vec<cl_program> = headers.iter().map(|h| h.get().inner.h).collect();
+            let hs: Vec<cl_program> = headers.iter().map(|h| h.0.h).collect();
             let ns: Vec<*const std::ffi::c_char> = names.iter().map(|n| n.as_ptr()).collect();
             rewritten::compile(&p.inner, &devs, options_ptr(options), &hs, &ns)
                 .map(|()| Bare::Ready(None))
@@ -135,7 +135,7 @@ fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
             inputs,
         } => {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
-            let ins: Vec<cl_program> = inputs.iter().map(|i| bare_handle(i.get())).collect();
+            let ins: Vec<cl_program> = inputs.iter().map(|(i, _)| bare_handle(i.get())).collect();
             let c = &p.context.get().inner;
             OwnedProgram::link(c, &devs, options_ptr(options), &ins).map(|o| Bare::Ready(Some(o)))
         }
@@ -219,7 +219,9 @@ pub fn record(p: &Program, bare: cl_program, size: usize, value: *mut std::ffi::
     for ((&ptr, &len), &dev) in ptrs.iter().zip(&sizes).zip(&devs) {
         // A NULL entry is a binary the application did not ask for; an object or library
         // (clCompileProgram) is not what a later process builds kernels from.
-        if ptr.is_null() || len == 0 || binary_type(vt, bare, dev) != CL_PROGRAM_BINARY_TYPE_EXECUTABLE
+        if ptr.is_null()
+            || len == 0
+            || binary_type(vt, bare, dev) != CL_PROGRAM_BINARY_TYPE_EXECUTABLE
         {
             continue;
         }

@@ -83,18 +83,19 @@ pub enum Bare {
         devices: Vec<Ref<Device>>,
         options: Option<CString>,
     },
-    /// `clCompileProgram` of it, with the application's header programs.
+    /// `clCompileProgram` of it, with the application's header programs (retained: the
+    /// application may release them once its compile returned).
     Compile {
         devices: Vec<Ref<Device>>,
         options: Option<CString>,
-        headers: Vec<Ref<Program>>,
+        headers: Vec<OwnedProgram>,
         names: Vec<CString>,
     },
-    /// `clLinkProgram` of the bare forms of these inputs.
+    /// `clLinkProgram` of the bare forms of these inputs (their vendor programs retained).
     Link {
         devices: Vec<Ref<Device>>,
         options: Option<CString>,
-        inputs: Vec<Ref<Program>>,
+        inputs: Vec<(Ref<Program>, OwnedProgram)>,
     },
     /// Done: the application's vendor program holds it (`None`) or this one does.
     Ready(Option<OwnedProgram>),
@@ -127,6 +128,14 @@ fn list_ptr<T>(list: &[T]) -> *const T {
 /// The vendor-call macros return their error from the enclosing function: these small
 /// functions give them one.
 impl OwnedProgram {
+    /// One more reference to an application's vendor program, so it outlives the
+    /// application's release of it (a later bare compile or link still needs it).
+    pub fn retain(p: &Inner<cl_program>) -> Option<OwnedProgram> {
+        let f = p.vt.clRetainProgram?;
+        // SAFETY: a live vendor program (its wrapper was just checked).
+        (unsafe { f(p.h) } == CL_SUCCESS).then(|| OwnedProgram(p.clone()))
+    }
+
     /// A program of `text` in the vendor context `c`.
     pub fn from_source(c: &Inner<cl_context>, text: &str) -> Result<OwnedProgram, String> {
         let create = || -> CLResult<cl_program> {
@@ -138,7 +147,6 @@ impl OwnedProgram {
             .map(|h| OwnedProgram(c.child(h)))
             .map_err(|e| format!("creating it failed ({e})"))
     }
-
 }
 
 /// `clBuildProgram` of the vendor program `p`, without a notification.
@@ -147,19 +155,19 @@ pub fn build(
     devices: &[cl_device_id],
     options: *const c_char,
 ) -> Result<(), String> {
-        let run = || -> CLResult<()> {
-            vtry!(
-                p.vt,
-                clBuildProgram(
-                    p.h,
-                    devices.len() as cl_uint,
-                    list_ptr(devices),
-                    options,
-                    None,
-                    std::ptr::null_mut()
-                )
+    let run = || -> CLResult<()> {
+        vtry!(
+            p.vt,
+            clBuildProgram(
+                p.h,
+                devices.len() as cl_uint,
+                list_ptr(devices),
+                options,
+                None,
+                std::ptr::null_mut()
             )
-        };
+        )
+    };
     run().map_err(|e| failure(p, e, devices))
 }
 
@@ -172,27 +180,27 @@ pub fn compile(
     headers: &[cl_program],
     names: &[*const c_char],
 ) -> Result<(), String> {
-        let mut names = names.to_vec();
-        let mut run = || -> CLResult<()> {
-            vtry!(
-                p.vt,
-                clCompileProgram(
-                    p.h,
-                    devices.len() as cl_uint,
-                    list_ptr(devices),
-                    options,
-                    headers.len() as cl_uint,
-                    list_ptr(headers),
-                    if names.is_empty() {
-                        std::ptr::null_mut()
-                    } else {
-                        names.as_mut_ptr()
-                    },
-                    None,
+    let mut names = names.to_vec();
+    let mut run = || -> CLResult<()> {
+        vtry!(
+            p.vt,
+            clCompileProgram(
+                p.h,
+                devices.len() as cl_uint,
+                list_ptr(devices),
+                options,
+                headers.len() as cl_uint,
+                list_ptr(headers),
+                if names.is_empty() {
                     std::ptr::null_mut()
-                )
+                } else {
+                    names.as_mut_ptr()
+                },
+                None,
+                std::ptr::null_mut()
             )
-        };
+        )
+    };
     run().map_err(|e| failure(p, e, devices))
 }
 
@@ -227,20 +235,20 @@ impl OwnedProgram {
 
 /// Why a build or compile failed: the error and the first error line of the log.
 fn failure(p: &Inner<cl_program>, e: cl_int, devices: &[cl_device_id]) -> String {
-        let device = devices.first().copied().unwrap_or(std::ptr::null_mut());
-        let log = fetch_info(|s, v, r| match p.vt.clGetProgramBuildInfo {
-            // SAFETY: the vendor's query on our own program, buffers sized by fetch_info.
-            Some(f) => unsafe { f(p.h, device, CL_PROGRAM_BUILD_LOG, s, v, r) },
-            None => CL_INVALID_OPERATION,
-        })
-        .map(|b| info_string(&b))
-        .unwrap_or_default();
-        let line = log
-            .lines()
-            .find(|l| l.contains("error"))
-            .unwrap_or("")
-            .trim();
-        format!("error {e}: {line}")
+    let device = devices.first().copied().unwrap_or(std::ptr::null_mut());
+    let log = fetch_info(|s, v, r| match p.vt.clGetProgramBuildInfo {
+        // SAFETY: the vendor's query on our own program, buffers sized by fetch_info.
+        Some(f) => unsafe { f(p.h, device, CL_PROGRAM_BUILD_LOG, s, v, r) },
+        None => CL_INVALID_OPERATION,
+    })
+    .map(|b| info_string(&b))
+    .unwrap_or_default();
+    let line = log
+        .lines()
+        .find(|l| l.contains("error"))
+        .unwrap_or("")
+        .trim();
+    format!("error {e}: {line}")
 }
 
 /// Optional build options as the vendor takes them.
@@ -255,11 +263,16 @@ pub fn build_recipe(
     devices: &[cl_device_id],
     recipe: &Recipe,
 ) -> Result<OwnedProgram, String> {
-    let cstr = |s: &str| CString::new(s).map_err(|_| "options hold a NUL byte".to_string());
-    if let ([unit], None) = (&recipe.units[..], &recipe.link) {
+    let cstr = |s: &Option<String>| {
+        s.as_deref()
+            .map(CString::new)
+            .transpose()
+            .map_err(|_| "options hold a NUL byte".to_string())
+    };
+    if let ([unit], false) = (&recipe.units[..], recipe.linked) {
         if unit.headers.is_empty() {
             let program = OwnedProgram::from_source(c, &unit.source)?;
-            build(&program.0, devices, cstr(&unit.options)?.as_ptr())?;
+            build(&program.0, devices, options_ptr(&cstr(&unit.options)?))?;
             return Ok(program);
         }
     }
@@ -274,20 +287,20 @@ pub fn build_recipe(
         let names = unit
             .headers
             .iter()
-            .map(|(n, _)| cstr(n))
+            .map(|(n, _)| CString::new(n.as_str()).map_err(|_| "a NUL byte".to_string()))
             .collect::<Result<Vec<_>, _>>()?;
         let handles: Vec<cl_program> = headers.iter().map(|h| h.0.h).collect();
         let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
         compile(
             &program.0,
             devices,
-            cstr(&unit.options)?.as_ptr(),
+            options_ptr(&cstr(&unit.options)?),
             &handles,
             &name_ptrs,
         )?;
         objects.push(program);
     }
     let inputs: Vec<cl_program> = objects.iter().map(|o| o.0.h).collect();
-    let link = cstr(recipe.link.as_deref().unwrap_or(""))?;
-    OwnedProgram::link(c, devices, link.as_ptr(), &inputs)
+    let link = cstr(&recipe.link_options)?;
+    OwnedProgram::link(c, devices, options_ptr(&link), &inputs)
 }
