@@ -575,10 +575,15 @@ mod tests {
 
     #[test]
     fn read_only_store_is_a_quiet_failure() {
+        // A read-only file system (root writes through mode bits, not through this).
+        let s = Store::at(PathBuf::from("/proc/softpreempt-store-test"), 1 << 20);
+        assert!(s.put(&key(1), &entry("k")).is_err());
+        assert_eq!(s.get(&key(1)), None);
+        assert_eq!(s.list().unwrap().len(), 0);
         if euid() == 0 {
-            // root writes through mode bits; the foreign-owner test covers root.
             return;
         }
+        // A directory without write permission.
         let t = tempfile::tempdir().unwrap();
         let s = store(t.path(), 1 << 20);
         s.put(&key(1), &entry("k")).unwrap();
