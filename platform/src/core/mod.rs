@@ -13,6 +13,7 @@ pub mod kernel_source;
 pub mod managed;
 pub mod objects;
 pub mod platform;
+pub mod ptx;
 pub mod refcount;
 pub mod rewritten;
 pub mod sliceable;
