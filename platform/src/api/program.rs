@@ -162,17 +162,12 @@ pub fn create_program_with_binary(
             let lens = crate::core::args::slice(lengths, num_devices as usize).unwrap_or(&[]);
             let bins = crate::core::args::slice(binaries as *const *const u8, num_devices as usize)
                 .unwrap_or(&[]);
-            let bytes: Vec<u8> = lens
+            let each: Vec<&[u8]> = lens
                 .iter()
                 .zip(bins)
-                .flat_map(|(&n, &b)| {
-                    crate::core::args::slice(b, n)
-                        .unwrap_or(&[])
-                        .iter()
-                        .copied()
-                })
+                .map(|(&n, &b)| crate::core::args::slice(b, n).unwrap_or(&[]))
                 .collect();
-            Origin::binary(&bytes)
+            Origin::binaries(&each)
         },
     )?;
     // A binary whose program the layer built from source before (in this process or
@@ -219,7 +214,10 @@ pub fn create_program_with_il(
         check_context(context)?,
         Vec::new(),
         |c| vcreate!(c.inner.vt, clCreateProgramWithIL(c.inner.h, il, length)),
-        || Origin::binary(crate::core::args::slice(il as *const u8, length).unwrap_or(&[])),
+        || {
+            let il = crate::core::args::slice(il as *const u8, length).unwrap_or(&[]);
+            Origin::binaries(&[il])
+        },
     )
 }
 
