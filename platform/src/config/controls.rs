@@ -248,11 +248,14 @@ controls! {
         rule: Vec<Rule> = Vec::new(), expect "an array of [[rule]] tables",
             example "[[rule]]\nexe = \"inference-server\"\npriority = \"high\"\n\n\
                      [[rule]]\nuid = 1001\npriority = \"low\"";
-        /// Kernels from programs built from binaries or IL are not sliced,
-        /// because SoftPreempt cannot inspect them for geometry queries
-        /// (`get_group_id`, `get_global_offset`, ...) whose values slicing would
-        /// change. List here the kernel names, or `sha256:<hex>` hashes of whole
-        /// program binaries/IL, that you know are safe to slice.
+        /// Kernels of programs created from binaries or IL are sliced only when
+        /// SoftPreempt knows they read no launch geometry (`get_group_id`,
+        /// `get_global_offset`, ...) whose values slicing would change: a binary
+        /// that SoftPreempt built from source is known to the program store
+        /// (`[store]`), and an NVIDIA binary's PTX is analysed. Other binaries
+        /// (PoCL's, SPIR-V IL) cannot be inspected: list here the kernel names,
+        /// or `sha256:<hex>` hashes of whole program binaries/IL, that you know
+        /// are safe to slice.
         safe_binaries: Vec<SafeBinary> = Vec::new(),
             expect "a list of kernel names or \"sha256:<64 hex digits>\" program hashes",
             example r#"safe_binaries = ["matmul_tiled", "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"]"#;
