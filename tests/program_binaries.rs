@@ -462,3 +462,117 @@ fn corrupt_store_entries_are_misses() {
     // SAFETY: our program.
     unsafe { clReleaseProgram(p) };
 }
+
+/// What the build notification of the test below saw.
+struct Seen {
+    returned: std::sync::atomic::AtomicBool,
+    calls: std::sync::atomic::AtomicU32,
+    after_return: std::sync::atomic::AtomicBool,
+    program: std::sync::atomic::AtomicPtr<c_void>,
+    status: std::sync::atomic::AtomicI32,
+    kernel_ok: std::sync::atomic::AtomicBool,
+}
+
+extern "C" fn build_done(p: cl_program, data: *mut c_void) {
+    use std::sync::atomic::Ordering::SeqCst;
+    // SAFETY: `data` is the test's `Seen`, alive until the test has seen the call.
+    let seen = unsafe { &*(data as *const Seen) };
+    // A synchronous build would call back before clBuildProgram returned: wait (a while)
+    // for the test to say it has returned.
+    let t0 = std::time::Instant::now();
+    while !seen.returned.load(SeqCst) && t0.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    seen.after_return.store(seen.returned.load(SeqCst), SeqCst);
+    let device: cl_device_id = common::info_scalar(|s, v, r| {
+        // SAFETY: a query into one device handle (the program has one device).
+        unsafe { clGetProgramInfo(p, CL_PROGRAM_DEVICES, s, v, r) }
+    });
+    let status: cl_build_status = common::info_scalar(|s, v, r| {
+        // SAFETY: a query into a cl_build_status.
+        unsafe { clGetProgramBuildInfo(p, device, CL_PROGRAM_BUILD_STATUS, s, v, r) }
+    });
+    seen.status.store(status, SeqCst);
+    // Applications create their kernels from the notification.
+    let name = CString::new("groups").unwrap();
+    let mut err = 0;
+    // SAFETY: the program the notification names, and a kernel name.
+    let k = unsafe { clCreateKernel(p, name.as_ptr(), &mut err) };
+    if err == CL_SUCCESS {
+        // SAFETY: the kernel just created.
+        unsafe { clReleaseKernel(k) };
+    }
+    seen.kernel_ok.store(err == CL_SUCCESS, SeqCst);
+    seen.program.store(p as *mut c_void, SeqCst);
+    seen.calls.fetch_add(1, SeqCst);
+}
+
+/// A rewritten build with a notification runs on after `clBuildProgram` returns, as a
+/// bare build may; the application hears of its own program once, built.
+#[test]
+fn a_rewritten_build_with_a_notification_runs_on() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let (dir, _g) = setup();
+    let sp = Env::sp();
+    let src = MULTI.replace("1000u", "1003u");
+    let p = source_program(&sp, &src);
+    let seen = Box::new(Seen {
+        returned: false.into(),
+        calls: 0.into(),
+        after_return: false.into(),
+        program: std::sync::atomic::AtomicPtr::new(null_mut()),
+        status: 0.into(),
+        kernel_ok: false.into(),
+    });
+    let opts = CString::new(OPTIONS).unwrap();
+    // SAFETY: valid program, device and options; `seen` outlives the notification.
+    ok(unsafe {
+        clBuildProgram(
+            p,
+            1,
+            &sp.device,
+            opts.as_ptr(),
+            Some(build_done),
+            &*seen as *const Seen as *mut c_void,
+        )
+    });
+    // The build may still be running: the status says so, or that it is done.
+    let status: cl_build_status = common::info_scalar(|s, v, r| {
+        // SAFETY: a query into a cl_build_status.
+        unsafe { clGetProgramBuildInfo(p, sp.device, CL_PROGRAM_BUILD_STATUS, s, v, r) }
+    });
+    assert!(
+        status == CL_BUILD_IN_PROGRESS || status == CL_BUILD_SUCCESS,
+        "status {status}"
+    );
+    seen.returned.store(true, SeqCst);
+    mc::eventually(
+        "the build notification",
+        std::time::Duration::from_secs(30),
+        || seen.calls.load(SeqCst) > 0,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(seen.calls.load(SeqCst), 1, "notified once");
+    assert!(
+        seen.after_return.load(SeqCst),
+        "notified after clBuildProgram returned"
+    );
+    assert_eq!(
+        seen.program.load(SeqCst),
+        p as *mut c_void,
+        "the application's program"
+    );
+    assert_eq!(seen.status.load(SeqCst), CL_BUILD_SUCCESS);
+    assert!(
+        seen.kernel_ok.load(SeqCst),
+        "kernels are created from the notification"
+    );
+    // The rewritten build it was: its geometry kernels are sliced, with bare results.
+    let bare = Env::new(bare_platform());
+    let pb = mc::build(&bare, &src, OPTIONS).unwrap();
+    for name in ["groups", "sizes"] {
+        let want = run(&bare, bare.kernel(pb, name));
+        let got = run_sp(dir, &sp, sp.kernel(p, name), true, name);
+        assert!(want == got, "{name}: {}", mc::first_difference(&want, &got));
+    }
+}

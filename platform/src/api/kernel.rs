@@ -161,6 +161,11 @@ pub fn create_kernel(program: cl_program, kernel_name: *const c_char) -> CLResul
     // "CL_INVALID_PROGRAM if program is not a valid program object."
     let o = Obj::<Program>::check(program)?;
     let p = o.get();
+    // "CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully built executable for
+    // program."
+    if p.building() {
+        return Err(CL_INVALID_PROGRAM_EXECUTABLE);
+    }
     // The name is plain text: the vendor validates it (NULL, unknown name).
     let h = vcreate!(p.inner.vt, clCreateKernel(p.exec_handle(), kernel_name))?;
     Ok(wrap_kernel(o, h).handle())

@@ -9,6 +9,7 @@
 use crate::core::cl::*;
 use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::api::kernel::wrap_kernel;
@@ -90,6 +91,7 @@ fn wrap_program(
         exec: Mutex::new(None),
         known: Mutex::new(None),
         unit: Mutex::new(None),
+        building: AtomicBool::new(false),
     })
 }
 
@@ -247,6 +249,8 @@ struct Notify {
     program: Mutex<Option<Ref<Program>>>,
     /// For link: the context and devices a new wrapper records.
     origin: Option<(Ref<Context>, Vec<Ref<Device>>)>,
+    /// The application has been notified: it never is twice (see [`Notify::fire`]).
+    fired: AtomicBool,
 }
 
 // SAFETY: `user_data` is the application's opaque pointer, only handed back to it; the
@@ -267,6 +271,7 @@ impl Notify {
             user_data,
             program: Mutex::new(program),
             origin,
+            fired: AtomicBool::new(false),
         })
     }
 
@@ -284,6 +289,17 @@ impl Notify {
             ),
             None => (None, user_data),
         }
+    }
+
+    /// Calls the application with its program for the vendor's `inner`, once.
+    fn fire(&self, inner: cl_program) {
+        if self.fired.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let h = self.handle_for(inner);
+        // SAFETY: the application's callback, called as the spec says, with its own
+        // program handle and user data.
+        unsafe { (self.func)(h, self.user_data) };
     }
 
     /// The application's handle for the vendor's program `inner` (NULL stays NULL: PoCL
@@ -310,10 +326,7 @@ unsafe extern "C" fn program_notify(inner: cl_program, data: *mut c_void) {
         // SAFETY: `data` is the count `Notify::vendor_args` gave the vendor for exactly
         // this trampoline; the vendor notifies once, so it is taken back once.
         let n = unsafe { Arc::from_raw(data as *const Notify) };
-        let h = n.handle_for(inner);
-        // SAFETY: the application's callback, called as the spec says, with its own
-        // program handle and user data.
-        unsafe { (n.func)(h, n.user_data) };
+        n.fire(inner);
     }));
     if r.is_err() {
         tracing::error!("softpreempt: internal error in a program notification (suppressed)");
@@ -330,6 +343,12 @@ fn build_args(
     user_data: *mut c_void,
 ) -> CLResult<(&'static Program, Devices, Option<Arc<Notify>>)> {
     let o = check(program)?;
+    // "CL_INVALID_OPERATION if the build of a program executable for any of the devices
+    // listed in device_list by a previous call to clBuildProgram for program has not
+    // completed."
+    if o.get().building() {
+        return Err(CL_INVALID_OPERATION);
+    }
     let devs = devices(num_devices, device_list)?;
     let notify = pfn_notify.map(|f| Notify::new(f, user_data, Some(o.hold()), None));
     Ok((o.get(), devs, notify))
@@ -346,7 +365,22 @@ pub fn build_program(
     let (p, devs, notify) = build_args(program, num_devices, device_list, pfn_notify, user_data)?;
     unhook(p)?;
     analyse(p, options, None);
-    let tried = match use_rewrite(p, &devs, options, None, pfn_notify.is_some(), user_data) {
+    match notify {
+        // As the bare build may: the build runs on, the application hears when it ends.
+        Some(n) if rewrite_applies(p) => build_async(check(program)?, devs, options, n),
+        notify => build_now(p, &devs, options, notify, user_data),
+    }
+}
+
+/// `clBuildProgram` of the rewritten source if there is one, else of the original.
+fn build_now(
+    p: &Program,
+    devs: &Devices,
+    options: *const c_char,
+    notify: Option<Arc<Notify>>,
+    user_data: *mut c_void,
+) -> CLResult<()> {
+    let tried = match use_rewrite(p, devs, options, None, notify.is_some(), user_data) {
         Ok(()) => return finished(notify),
         Err(why) => why,
     };
@@ -357,6 +391,98 @@ pub fn build_program(
     );
     fell_back(p, &r, tried);
     r
+}
+
+/// Whether a build would build rewritten code: the program's source has kernels that
+/// read the launch geometry, or the store has a rewrite for the binary it came from.
+fn rewrite_applies(p: &Program) -> bool {
+    if p.known().is_some_and(|e| e.recipe.is_some()) {
+        return true;
+    }
+    let origin = p.origin.lock().unwrap_or_else(|e| e.into_inner());
+    origin
+        .analysis()
+        .is_some_and(|a| a.kernels.iter().any(|k| !k.geometry.is_empty()))
+}
+
+/// What a build thread takes along: raw vendor handles, only used through the vendor.
+struct Detached {
+    devs: Devices,
+    options: Option<CString>,
+    program: Ref<Program>,
+    /// Keeps the vendor program alive should the application release it meanwhile.
+    _vendor: OwnedProgram,
+}
+
+// SAFETY: the device handles are the vendor's (usable from any thread); the rest is Send.
+unsafe impl Send for Detached {}
+
+/// Runs [`build_now`] on a thread of the layer; the program reads "in progress" until the
+/// application is notified.
+fn build_async(
+    o: &'static Obj<Program>,
+    devs: Devices,
+    options: *const c_char,
+    notify: Arc<Notify>,
+) -> CLResult<()> {
+    let p = o.get();
+    // "CL_OUT_OF_HOST_MEMORY if there is a failure to allocate resources required by the
+    // OpenCL implementation on the host."
+    let vendor = OwnedProgram::retain(&p.inner).ok_or(CL_OUT_OF_HOST_MEMORY)?;
+    let job = Detached {
+        devs,
+        options: options_of(options).1,
+        program: o.hold(),
+        _vendor: vendor,
+    };
+    p.building.store(true, Ordering::Release);
+    let spawned = std::thread::Builder::new()
+        .name("softpreempt-build".into())
+        .spawn(move || {
+            let job = job;
+            let p = job.program.get();
+            let optr = rewritten::options_ptr(&job.options);
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                // The notification says the build has ended: the status must say so too.
+                let n = notify.clone();
+                let tried = match use_rewrite(p, &job.devs, optr, None, true, std::ptr::null_mut())
+                {
+                    Ok(()) => {
+                        p.building.store(false, Ordering::Release);
+                        return n.fire(std::ptr::null_mut());
+                    }
+                    Err(why) => why,
+                };
+                p.building.store(false, Ordering::Release);
+                let (f, data) = Notify::vendor_args(&Some(n.clone()), std::ptr::null_mut());
+                let run = || {
+                    vtry!(
+                        p.inner.vt,
+                        clBuildProgram(p.inner.h, job.devs.len(), job.devs.ptr(), optr, f, data)
+                    )
+                };
+                let r = run();
+                fell_back(p, &r, tried);
+                if r.is_err() {
+                    // A vendor that refuses a build may not notify, but the application
+                    // was told the build began and waits for its end (the guard keeps a
+                    // notification from coming twice).
+                    n.fire(std::ptr::null_mut());
+                }
+            }));
+            p.building.store(false, Ordering::Release);
+            if r.is_err() {
+                tracing::error!("softpreempt: internal error in a program build (suppressed)");
+                notify.fire(std::ptr::null_mut());
+            }
+        });
+    if spawned.is_err() {
+        p.building.store(false, Ordering::Release);
+        // "CL_OUT_OF_HOST_MEMORY if there is a failure to allocate resources required by
+        // the OpenCL implementation on the host."
+        return Err(CL_OUT_OF_HOST_MEMORY);
+    }
+    Ok(())
 }
 
 /// The headers of a `clCompileProgram`: their include names and the application's
@@ -433,9 +559,7 @@ fn known_build(
 /// notification): the application hears of its own program once.
 fn finished(notify: Option<Arc<Notify>>) -> CLResult<()> {
     if let Some(n) = notify {
-        let h = n.handle_for(std::ptr::null_mut());
-        // SAFETY: the application's callback, with its own program and data.
-        unsafe { (n.func)(h, n.user_data) };
+        n.fire(std::ptr::null_mut());
     }
     Ok(())
 }
@@ -940,6 +1064,15 @@ pub fn get_program_build_info(
     let p = check(program)?.get();
     // "CL_INVALID_DEVICE if device is not in the list of devices associated with program."
     let d = Obj::<Device>::check(device)?.get();
+    if p.building() && param_name == CL_PROGRAM_BUILD_STATUS {
+        let status: cl_build_status = CL_BUILD_IN_PROGRESS;
+        return write_info(
+            param_value_size,
+            param_value,
+            param_value_size_ret,
+            bytes_of(&status),
+        );
+    }
     vtry!(
         p.inner.vt,
         clGetProgramBuildInfo(
@@ -961,6 +1094,11 @@ pub fn create_kernels_in_program(
 ) -> CLResult<()> {
     let o = check(program)?;
     let p = o.get();
+    // "CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully built executable for any
+    // device in program."
+    if p.building() {
+        return Err(CL_INVALID_PROGRAM_EXECUTABLE);
+    }
     let ph = p.exec_handle();
     if kernels.is_null() {
         // Only counting: nothing is created.

@@ -62,12 +62,19 @@ pub struct Program {
     /// The source its executable was compiled from (`clCompileProgram`), for the
     /// store's recipe of a program linked from it.
     pub unit: Mutex<Option<std::sync::Arc<crate::store::Unit>>>,
+    /// A rewritten build is running on a thread of the layer (the application passed a
+    /// build notification): the program has no executable yet.
+    pub building: std::sync::atomic::AtomicBool,
 }
 
 impl Program {
     /// The store's entry for the binary it was created from.
     pub fn known(&self) -> Option<std::sync::Arc<crate::store::Entry>> {
         self.known.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn building(&self) -> bool {
+        self.building.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The rewritten executable, if the program has one.
