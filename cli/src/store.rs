@@ -81,7 +81,7 @@ fn describe(e: &Listed, verbose: bool) -> String {
         Err(why) => return format!("  {name}: unreadable ({why})\n"),
     };
     let mut s = format!(
-        "  binary sha256:{}  {} bytes\n    device: {}\n",
+        "  binary sha256:{}  (entry of {} bytes)\n    device: {}\n",
         key.binary, e.bytes, key.device
     );
     for k in &entry.kernels {
