@@ -503,7 +503,7 @@ extern "C" fn build_done(p: cl_program, data: *mut c_void) {
         unsafe { clReleaseKernel(k) };
     }
     seen.kernel_ok.store(err == CL_SUCCESS, SeqCst);
-    seen.program.store(p as *mut c_void, SeqCst);
+    seen.program.store(p, SeqCst);
     seen.calls.fetch_add(1, SeqCst);
 }
 
@@ -557,11 +557,7 @@ fn a_rewritten_build_with_a_notification_runs_on() {
         seen.after_return.load(SeqCst),
         "notified after clBuildProgram returned"
     );
-    assert_eq!(
-        seen.program.load(SeqCst),
-        p as *mut c_void,
-        "the application's program"
-    );
+    assert_eq!(seen.program.load(SeqCst), p, "the application's program");
     assert_eq!(seen.status.load(SeqCst), CL_BUILD_SUCCESS);
     assert!(
         seen.kernel_ok.load(SeqCst),

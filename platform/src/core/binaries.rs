@@ -3,6 +3,10 @@
 //! store under that binary, so that a later process loading it is scheduled as a source
 //! build (see `core::rewritten` and `crate::store`).
 
+// Vendor handles and the application's pointers are only handed to the vendor, or read
+// through `core::args`' checked helpers, as in `api/`.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use std::sync::Arc;
 
 use crate::core::cl::*;
@@ -235,6 +239,10 @@ pub fn record(p: &Program, bare: cl_program, size: usize, value: *mut std::ffi::
             binary: sha256_hex(bytes),
             device: device_identity(vt, dev),
         };
+        if store.get(&key).as_ref() == Some(e) {
+            // Known already (a rebuild, or a binary asked for twice): the read refreshed it.
+            continue;
+        }
         if let Err(err) = store.put(&key, e) {
             crate::warn_once!(
                 "store-write",

@@ -12,6 +12,10 @@
 //! into the program store (`crate::store`), keyed by that binary, so a later process
 //! that loads it builds the rewritten program again from the stored source.
 
+// Vendor handles and the application's pointers are only handed to the vendor, or read
+// through `core::args`' checked helpers, as in `api/`.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use std::ffi::{c_char, CString};
 use std::sync::{Arc, Mutex};
 

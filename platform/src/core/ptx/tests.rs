@@ -203,9 +203,7 @@ fn garbage_is_never_a_panic_and_never_sliceable() {
     // Cut anywhere, the analysis still answers.
     let full = include_str!("fixtures/reduce.ptx");
     for cut in (0..full.len()).step_by(97) {
-        if full.is_char_boundary(cut) {
-            let _ = analyse(full[..cut].as_bytes());
-        }
+        let _ = analyse(&full.as_bytes()[..cut]);
     }
     text.push_str("}}}{{{");
     let _ = analyse(text.as_bytes());
