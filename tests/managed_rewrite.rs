@@ -538,16 +538,10 @@ fn binaries_loaded_by_another_process_are_sliced() {
     std::fs::write(&file, mc::binary_of(p)).unwrap();
     // SAFETY: our program.
     unsafe { clReleaseProgram(p) };
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "binary_child", "--nocapture", "--test-threads=1"])
-        .env(BINARY_FILE, &file)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.contains("binary child ok"),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    mc::run_child(
+        "binary_child",
+        (BINARY_FILE, file.as_os_str()),
+        "binary child ok",
     );
 }
 

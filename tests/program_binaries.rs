@@ -258,6 +258,32 @@ fn run_sp(dir: &Path, sp: &Env, k: cl_kernel, sliced: bool, what: &str) -> Vec<u
     got
 }
 
+/// Kernel `name` of a bare program and of a SoftPreempt one: the same query answers, the
+/// same results, sliced (or not) as `sliced` says.
+fn same_kernel(
+    dir: &Path,
+    (bare, pb): (&Env, cl_program),
+    (sp, ps): (&Env, cl_program),
+    name: &str,
+    sliced: bool,
+) {
+    let kb = bare.kernel(pb, name);
+    let ks = sp.kernel(ps, name);
+    assert_same_queries(
+        name,
+        &kernel_queries(kb, bare.device),
+        &kernel_queries(ks, sp.device),
+    );
+    let want = run(bare, kb);
+    let got = run_sp(dir, sp, ks, sliced, name);
+    assert!(want == got, "{name}: {}", mc::first_difference(&want, &got));
+    // SAFETY: our kernels.
+    unsafe {
+        clReleaseKernel(kb);
+        clReleaseKernel(ks);
+    }
+}
+
 /// Loads `bin` on the bare platform and through SoftPreempt, and checks each kernel:
 /// the same query answers, the same results, sliced (or not) as `sliced` says.
 fn check_binary(dir: &Path, bin: &[u8], kernels: &[&str], sliced: bool) {
@@ -281,21 +307,7 @@ fn check_binary(dir: &Path, bin: &[u8], kernels: &[&str], sliced: bool) {
         "the binary of a program loaded from a binary is the bare driver's"
     );
     for name in kernels {
-        let kb = bare.kernel(pb, name);
-        let ks = sp.kernel(ps, name);
-        assert_same_queries(
-            name,
-            &kernel_queries(kb, bare.device),
-            &kernel_queries(ks, sp.device),
-        );
-        let want = run(&bare, kb);
-        let got = run_sp(dir, &sp, ks, sliced, name);
-        assert!(want == got, "{name}: {}", mc::first_difference(&want, &got));
-        // SAFETY: our kernels.
-        unsafe {
-            clReleaseKernel(kb);
-            clReleaseKernel(ks);
-        }
+        same_kernel(dir, (&bare, pb), (&sp, ps), name, sliced);
     }
     // SAFETY: our programs.
     unsafe {
@@ -327,21 +339,7 @@ fn a_second_process_loads_the_binaries_as_the_bare_driver_and_slices_them() {
         .zip(bare_programs)
     {
         for name in names {
-            let k = sp.kernel(p, name);
-            let kb = bare.kernel(pb, name);
-            assert_same_queries(
-                name,
-                &kernel_queries(kb, bare.device),
-                &kernel_queries(k, sp.device),
-            );
-            let want = run(&bare, kb);
-            let got = run_sp(dir, &sp, k, true, name);
-            assert!(want == got, "{name}: {}", mc::first_difference(&want, &got));
-            // SAFETY: our kernels.
-            unsafe {
-                clReleaseKernel(k);
-                clReleaseKernel(kb);
-            }
+            same_kernel(dir, (&bare, pb), (&sp, p), name, true);
         }
     }
     let out = mc::private_dir("binaries");
@@ -353,21 +351,10 @@ fn a_second_process_loads_the_binaries_as_the_bare_driver_and_slices_them() {
         clReleaseProgram(linked);
     }
     drop(g);
-    let child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "second_process",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(BINARIES_DIR, &out)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&child.stdout);
-    assert!(
-        child.status.success() && text.contains("second process ok"),
-        "{text}\n{}",
-        String::from_utf8_lossy(&child.stderr)
+    mc::run_child(
+        "second_process",
+        (BINARIES_DIR, out.as_os_str()),
+        "second process ok",
     );
 }
 

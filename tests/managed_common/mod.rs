@@ -154,6 +154,22 @@ pub fn build(env: &common::Env, src: &str, options: &str) -> Result<cl_program, 
     Ok(prog)
 }
 
+/// Runs test `name` of this test binary in a child process with `env` set (the test does
+/// nothing without it), and checks that it passed and printed `marker`.
+pub fn run_child(name: &str, env: (&str, &std::ffi::OsStr), marker: &str) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(env.0, env.1)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains(marker),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The binary of a built program (one device).
 pub fn binary_of(p: cl_program) -> Vec<u8> {
     // SAFETY: a vendor info query with the buffer and sizes info_* passes.

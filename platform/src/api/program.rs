@@ -981,6 +981,19 @@ pub fn get_program_info(
     param_value_size_ret: *mut usize,
 ) -> CLResult<()> {
     let p = check(program)?.get();
+    // The vendor's answer for one of the vendor programs behind the application's.
+    let forward = |h: cl_program| -> CLResult<()> {
+        vtry!(
+            p.inner.vt,
+            clGetProgramInfo(
+                h,
+                param_name,
+                param_value_size,
+                param_value,
+                param_value_size_ret
+            )
+        )
+    };
     let answer = match param_name {
         CL_PROGRAM_CONTEXT => bytes_of(&p.context.handle()).to_vec(),
         CL_PROGRAM_DEVICES => {
@@ -1000,16 +1013,7 @@ pub fn get_program_info(
         // (rule 9); what the layer learned goes into the program store under them.
         CL_PROGRAM_BINARY_SIZES | CL_PROGRAM_BINARIES => {
             let h = binaries::bare_handle(p);
-            vtry!(
-                p.inner.vt,
-                clGetProgramInfo(
-                    h,
-                    param_name,
-                    param_value_size,
-                    param_value,
-                    param_value_size_ret
-                )
-            )?;
+            forward(h)?;
             if param_name == CL_PROGRAM_BINARIES && !param_value.is_null() {
                 binaries::record(p, h, param_value_size, param_value);
             }
@@ -1022,33 +1026,10 @@ pub fn get_program_info(
         | CL_PROGRAM_SCOPE_GLOBAL_DTORS_PRESENT
             if p.exec().is_some() =>
         {
-            let h = p.exec_handle();
-            vtry!(
-                p.inner.vt,
-                clGetProgramInfo(
-                    h,
-                    param_name,
-                    param_value_size,
-                    param_value,
-                    param_value_size_ret
-                )
-            )?;
-            return Ok(());
+            return forward(p.exec_handle())
         }
-        // Everything else holds no handle (CL_PROGRAM_BINARIES is an array of the
-        // application's own buffers, which the vendor fills): forwarded as is.
-        _ => {
-            return vtry!(
-                p.inner.vt,
-                clGetProgramInfo(
-                    p.inner.h,
-                    param_name,
-                    param_value_size,
-                    param_value,
-                    param_value_size_ret
-                )
-            )
-        }
+        // Everything else holds no handle: forwarded as is.
+        _ => return forward(p.inner.h),
     };
     write_info(param_value_size, param_value, param_value_size_ret, &answer)
 }
