@@ -342,9 +342,17 @@ fn a_second_process_loads_the_binaries_as_the_bare_driver_and_slices_them() {
             same_kernel(dir, (&bare, pb), (&sp, p), name, true);
         }
     }
+    // The rewritten programs' own binaries are kept beside their entries.
+    let blobs = |e: &PathBuf| e.extension().is_some_and(|x| x == "bin");
+    let before = store_files().into_iter().filter(blobs).count();
     let out = mc::private_dir("binaries");
     std::fs::write(out.join("multi.bin"), mc::binary_of(multi)).unwrap();
     std::fs::write(out.join("linked.bin"), mc::binary_of(linked)).unwrap();
+    assert_eq!(
+        store_files().into_iter().filter(blobs).count(),
+        before + 2,
+        "one rewritten binary per program"
+    );
     // SAFETY: our programs.
     unsafe {
         clReleaseProgram(multi);
@@ -399,19 +407,22 @@ fn binaries_cross_between_the_bare_platform_and_softpreempt() {
     }
 }
 
-/// Every entry file of this process tree's program store.
-fn store_entries() -> Vec<PathBuf> {
+/// Every file of this process tree's program store.
+fn store_files() -> Vec<PathBuf> {
     let dir = PathBuf::from(std::env::var_os("XDG_CACHE_HOME").unwrap())
         .join("softpreempt")
         .join("programs");
     std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|e| e == "json"))
-                .collect()
-        })
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
         .unwrap_or_default()
+}
+
+/// Every entry file of this process tree's program store.
+fn store_entries() -> Vec<PathBuf> {
+    store_files()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect()
 }
 
 /// A truncated or corrupt store entry is a miss: the binary loads and runs as the bare
@@ -446,6 +457,18 @@ fn corrupt_store_entries_are_misses() {
     // Written whole again, it is a hit.
     std::fs::write(&fresh[0], &whole).unwrap();
     check_binary(dir, &bin, MULTI_KERNELS, true);
+    // A corrupt rewritten binary: the entry's recipe is compiled instead.
+    let text = String::from_utf8_lossy(&whole).into_owned();
+    let sha = text
+        .split("\"rewritten_binary\":\"")
+        .nth(1)
+        .and_then(|t| t.get(..64))
+        .expect("the entry names its rewritten binary");
+    let blob = fresh[0].with_file_name(format!("{sha}.bin"));
+    let good = std::fs::read(&blob).unwrap();
+    std::fs::write(&blob, &good[..good.len() / 2]).unwrap();
+    check_binary(dir, &bin, MULTI_KERNELS, true);
+    std::fs::write(&blob, &good).unwrap();
     // SAFETY: our program.
     unsafe { clReleaseProgram(p) };
 }

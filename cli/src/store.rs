@@ -55,12 +55,14 @@ fn list(args: &[String]) -> Result<(), CliError> {
     let entries = s
         .list()
         .or_else(|e| failed(format!("store: {}: {e}", s.entries_dir().display())))?;
-    let total: u64 = entries.iter().map(|e| e.bytes).sum();
+    let (blobs, blob_bytes) = s.blobs().unwrap_or((0, 0));
+    let total: u64 = entries.iter().map(|e| e.bytes).sum::<u64>() + blob_bytes;
     println!(
-        "{}: {} entr{}, {} KiB",
+        "{}: {} entr{}, {blobs} rewritten binar{}, {} KiB",
         s.entries_dir().display(),
         entries.len(),
         if entries.len() == 1 { "y" } else { "ies" },
+        if blobs == 1 { "y" } else { "ies" },
         total.div_ceil(1024)
     );
     for e in &entries {
@@ -84,6 +86,9 @@ fn describe(e: &Listed, verbose: bool) -> String {
         "  binary sha256:{}  (entry of {} bytes)\n    device: {}\n",
         key.binary, e.bytes, key.device
     );
+    if let Some(sha) = &entry.rewritten_binary {
+        s += &format!("    rewritten binary sha256:{sha}\n");
+    }
     for k in &entry.kernels {
         let how = match (&k.sliceable, k.hidden) {
             (Sliceable::Yes { .. }, Some(_)) => "sliced (rewritten)".to_string(),

@@ -36,6 +36,7 @@ fn entry(rewritten: bool) -> Entry {
             linked: false,
             link_options: None,
         }),
+        rewritten_binary: None,
     }
 }
 
@@ -54,7 +55,9 @@ fn lists_and_clears_the_store() {
         ("SOFTPREEMPT_CONFIG", OsStr::new("/dev/null")),
     ];
     let store = Store::at(cache.path().join("softpreempt"), 64 << 20);
-    store.put(&key(1), &entry(true)).unwrap();
+    let mut rewritten = entry(true);
+    rewritten.rewritten_binary = Some(store.put_blob(b"a rewritten binary").unwrap());
+    store.put(&key(1), &rewritten).unwrap();
     store.put(&key(2), &entry(false)).unwrap();
     // One entry that is not whole: listed as unreadable, never a crash.
     std::fs::write(
@@ -66,7 +69,8 @@ fn lists_and_clears_the_store() {
     let o = run(["store", "list"], &env);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains("3 entries"), "{out}");
+    assert!(out.contains("3 entries, 1 rewritten binary"), "{out}");
+    assert!(out.contains("rewritten binary sha256:"), "{out}");
     assert!(
         out.contains(&format!("binary sha256:{}", key(1).binary)),
         "{out}"

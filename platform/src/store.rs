@@ -35,6 +35,11 @@ const MAGIC: &str = "softpreempt-program-store";
 pub const FORMAT_VERSION: u32 = 1;
 /// Entries larger than this are not read (a program's sources are far smaller).
 const MAX_ENTRY_BYTES: u64 = 16 << 20;
+/// Nor are rewritten binaries larger than this.
+const MAX_BLOB_BYTES: u64 = 256 << 20;
+/// File name extensions: entries, and rewritten binaries.
+const ENTRY: &str = "json";
+const BLOB: &str = "bin";
 /// Temporary files of writers that died are removed once they are this old.
 const STALE_TEMP_SECS: u64 = 3600;
 
@@ -52,7 +57,7 @@ impl Key {
     fn file_name(&self) -> String {
         let text = format!("{}\n{}", self.binary, self.device);
         format!(
-            "{}.json",
+            "{}.{ENTRY}",
             crate::core::sliceable::sha256_hex(text.as_bytes())
         )
     }
@@ -99,11 +104,22 @@ pub struct Entry {
     pub kernels: Vec<KernelFacts>,
     /// Present when some kernel has `hidden`.
     pub recipe: Option<Recipe>,
+    /// The SHA-256 of the rewritten program's own binary for this device, kept beside
+    /// the entry ([`Store::put_blob`]): a later process loads it instead of compiling the
+    /// recipe (which stays the fallback).
+    #[serde(default)]
+    pub rewritten_binary: Option<String>,
 }
 
 impl Entry {
     pub fn kernel(&self, name: &str) -> Option<&KernelFacts> {
         self.kernels.iter().find(|k| k.name == name)
+    }
+
+    /// Whether two entries say the same of the program (their devices' rewritten
+    /// binaries may differ).
+    pub fn same_program(&self, other: &Entry) -> bool {
+        self.kernels == other.kernels && self.recipe == other.recipe
     }
 }
 
@@ -190,6 +206,47 @@ impl Store {
         }
     }
 
+    /// A rewritten binary stored by [`Store::put_blob`], if it is whole and ours.
+    pub fn get_blob(&self, sha256: &str) -> Option<Vec<u8>> {
+        if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let path = self.entries_dir().join(format!("{sha256}.{BLOB}"));
+        match read_owned(&path, MAX_BLOB_BYTES) {
+            Ok(Some(bytes)) if crate::core::sliceable::sha256_hex(&bytes) == sha256 => {
+                if let Ok(f) = fs::File::open(&path) {
+                    let _ = f.set_modified(SystemTime::now());
+                }
+                Some(bytes)
+            }
+            Ok(Some(_)) => {
+                miss(&path, "truncated or corrupt (checksum mismatch)");
+                None
+            }
+            Ok(None) => None,
+            Err(why) => {
+                miss(&path, &why);
+                None
+            }
+        }
+    }
+
+    /// Stores a binary by its SHA-256 (returned), for [`Entry::rewritten_binary`].
+    pub fn put_blob(&self, bytes: &[u8]) -> io::Result<String> {
+        let sha = crate::core::sliceable::sha256_hex(bytes);
+        if bytes.len() as u64 > self.max_bytes / 4 || bytes.len() as u64 > MAX_BLOB_BYTES {
+            return Err(io::Error::other("too large for the store"));
+        }
+        if self.get_blob(&sha).is_some() {
+            return Ok(sha);
+        }
+        let dir = self.entries_dir();
+        private_dir(&self.dir)?;
+        private_dir(&dir)?;
+        write_atomically(&dir, &format!("{sha}.{BLOB}"), bytes)?;
+        Ok(sha)
+    }
+
     /// Stores `entry` for `key` (replacing any), then evicts past the size bound.
     pub fn put(&self, key: &Key, entry: &Entry) -> io::Result<()> {
         let bytes = encode(key, entry)?;
@@ -206,7 +263,7 @@ impl Store {
 
     /// Every file in the store, oldest first.
     pub fn list(&self) -> io::Result<Vec<Listed>> {
-        let mut out: Vec<Listed> = entry_files(&self.entries_dir())?
+        let mut out: Vec<Listed> = entry_files(&self.entries_dir(), &[ENTRY])?
             .into_iter()
             .map(|(path, bytes, modified)| {
                 let entry = match read_entry(&path) {
@@ -226,11 +283,18 @@ impl Store {
         Ok(out)
     }
 
-    /// Removes every entry of ours; returns how many.
+    /// The stored rewritten binaries: how many, and their bytes.
+    pub fn blobs(&self) -> io::Result<(usize, u64)> {
+        let files = entry_files(&self.entries_dir(), &[BLOB])?;
+        Ok((files.len(), files.iter().map(|f| f.1).sum()))
+    }
+
+    /// Removes every entry (and rewritten binary) of ours; returns how many entries.
     pub fn clear(&self) -> io::Result<usize> {
         let mut n = 0;
-        for (path, _, _) in entry_files(&self.entries_dir())? {
-            if owned(&path) && fs::remove_file(&path).is_ok() {
+        for (path, _, _) in entry_files(&self.entries_dir(), &[ENTRY, BLOB])? {
+            let entry = path.extension().is_some_and(|e| e == ENTRY);
+            if owned(&path) && fs::remove_file(&path).is_ok() && entry {
                 n += 1;
             }
         }
@@ -240,7 +304,7 @@ impl Store {
     /// Removes the least recently used entries until the store fits its bound, and
     /// temporary files that dead writers left behind.
     fn evict(&self) {
-        let Ok(mut files) = entry_files(&self.entries_dir()) else {
+        let Ok(mut files) = entry_files(&self.entries_dir(), &[ENTRY, BLOB]) else {
             return;
         };
         files.sort_by_key(|f| f.2);
@@ -267,8 +331,8 @@ fn miss(path: &Path, why: &str) {
     );
 }
 
-/// The entry files (name `*.json`) of a directory: path, size, modification time.
-fn entry_files(dir: &Path) -> io::Result<Vec<(PathBuf, u64, SystemTime)>> {
+/// The files with one of these extensions in a directory: path, size, modification time.
+fn entry_files(dir: &Path, exts: &[&str]) -> io::Result<Vec<(PathBuf, u64, SystemTime)>> {
     let rd = match fs::read_dir(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         r => r?,
@@ -277,7 +341,10 @@ fn entry_files(dir: &Path) -> io::Result<Vec<(PathBuf, u64, SystemTime)>> {
         .filter_map(|e| {
             let e = e.ok()?;
             let path = e.path();
-            if path.extension()? != "json" {
+            if !exts
+                .iter()
+                .any(|e| path.extension().is_some_and(|x| x == *e))
+            {
                 return None;
             }
             let m = e.metadata().ok()?;
@@ -380,6 +447,15 @@ fn encode(key: &Key, entry: &Entry) -> io::Result<Vec<u8>> {
 /// Reads one entry: `Ok(None)` if there is no file, `Err(why)` if there is one that
 /// cannot be used.
 fn read_entry(path: &Path) -> Result<Option<(Key, Entry)>, String> {
+    match read_owned(path, MAX_ENTRY_BYTES)? {
+        Some(bytes) => decode(&bytes).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// The bytes of a regular file of this user, at most `limit` of them: `Ok(None)` if there
+/// is no file, `Err(why)` if there is one that cannot be used.
+fn read_owned(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, String> {
     let file = fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
@@ -396,14 +472,14 @@ fn read_entry(path: &Path) -> Result<Option<(Key, Entry)>, String> {
     if m.uid() != euid() {
         return Err(format!("owned by uid {}, not by this user", m.uid()));
     }
-    if m.len() > MAX_ENTRY_BYTES {
+    if m.len() > limit {
         return Err("too large".into());
     }
     let mut bytes = Vec::with_capacity(m.len() as usize);
-    file.take(MAX_ENTRY_BYTES)
+    file.take(limit)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read it ({e})"))?;
-    decode(&bytes).map(Some)
+    Ok(Some(bytes))
 }
 
 fn decode(bytes: &[u8]) -> Result<(Key, Entry), String> {
@@ -465,6 +541,7 @@ mod tests {
                 linked: false,
                 link_options: None,
             }),
+            rewritten_binary: None,
         }
     }
 
@@ -525,6 +602,27 @@ mod tests {
         // Rewritten whole again: a hit.
         fs::write(&f, &whole).unwrap();
         assert_eq!(s.get(&key(1)), Some(entry("k")));
+    }
+
+    #[test]
+    fn rewritten_binaries_round_trip_and_are_checked() {
+        let t = tempfile::tempdir().unwrap();
+        let s = store(t.path(), 1 << 20);
+        let bin = b"poclbin\0 a rewritten program".to_vec();
+        let sha = s.put_blob(&bin).unwrap();
+        assert_eq!(s.get_blob(&sha), Some(bin.clone()));
+        assert_eq!(s.blobs().unwrap(), (1, bin.len() as u64));
+        // Truncated or changed: a miss.
+        let f = s.entries_dir().join(format!("{sha}.{BLOB}"));
+        fs::write(&f, &bin[..5]).unwrap();
+        assert_eq!(s.get_blob(&sha), None);
+        // Not a digest: never a path.
+        assert_eq!(s.get_blob("../../etc/passwd"), None);
+        // Cleared with the entries.
+        s.put_blob(&bin).unwrap();
+        s.put(&key(1), &entry("k")).unwrap();
+        assert_eq!(s.clear().unwrap(), 1);
+        assert_eq!(s.blobs().unwrap(), (0, 0));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::core::platform::Device;
 use crate::core::refcount;
 use crate::core::rewritten::{self, Bare, Exec, OwnedProgram, RewriteInfo};
 use crate::core::sliceable::{self, sha256_hex, Origin};
-use crate::store::{Recipe, Unit};
+use crate::store::{Entry, Recipe, Unit};
 use crate::{vcreate, vtry};
 
 type NotifyFn = ObjNotify<cl_program>;
@@ -528,6 +528,39 @@ fn options_of(options: *const c_char) -> (Option<String>, Option<CString>) {
     }
 }
 
+/// The rewritten program built from its own binary, which the store keeps beside the
+/// entry: for a program of one device (each device has its own), when the binary is
+/// there and the vendor builds it. Otherwise the recipe is compiled (`None`).
+fn stored_binary(p: &Program, devs: &Devices, entry: &Entry) -> Option<OwnedProgram> {
+    let sha = entry.rewritten_binary.as_deref()?;
+    let recipe = entry.recipe.as_ref()?;
+    let device = match (&devs.inner[..], &p.devices[..]) {
+        ([d], _) => *d,
+        ([], [d]) => d.get().inner.h,
+        _ => return None,
+    };
+    let bytes = crate::store::Store::configured()?.get_blob(sha)?;
+    let c = &p.context.get().inner;
+    let built = OwnedProgram::from_binary(c, device, &bytes).and_then(|program| {
+        let options = rewritten::recipe_options(recipe);
+        rewritten::build(&program.0, &[device], rewritten::options_ptr(&options))?;
+        Ok(program)
+    });
+    match built {
+        Ok(program) => {
+            tracing::debug!("softpreempt: rewritten program built from its stored binary");
+            Some(program)
+        }
+        Err(why) => {
+            crate::info_once!(
+                format!("stored-binary:{sha}"),
+                "softpreempt: the stored rewritten binary did not build, so its source is compiled: {why}"
+            );
+            None
+        }
+    }
+}
+
 /// Builds the rewritten program the program store recorded for the binary `p` was
 /// created from. `Ok(None)`: the store knows of no rewrite for it.
 fn known_build(
@@ -541,7 +574,11 @@ fn known_build(
     let Some(recipe) = &entry.recipe else {
         return Ok(None);
     };
-    let program = rewritten::build_recipe(&p.context.get().inner, &devs.inner, recipe)?;
+    let c = &p.context.get().inner;
+    let program = match stored_binary(p, devs, &entry) {
+        Some(program) => program,
+        None => rewritten::build_recipe(c, &devs.inner, recipe)?,
+    };
     Ok(Some(Arc::new(Exec {
         program: Some(program),
         info: Arc::new(RewriteInfo {

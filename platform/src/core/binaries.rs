@@ -185,7 +185,52 @@ fn learned(p: &Program) -> Option<Entry> {
         } else {
             None
         },
+        rewritten_binary: None,
     })
+}
+
+/// The rewritten executable's own binary for `device`, if it has one.
+fn rewritten_binary(p: &Program, device: cl_device_id) -> Option<Vec<u8>> {
+    p.exec()?;
+    let h = p.exec_handle();
+    let vt = p.inner.vt;
+    if binary_type(vt, h, device) != CL_PROGRAM_BINARY_TYPE_EXECUTABLE {
+        return None;
+    }
+    let query = |param| {
+        fetch_info(|s, v, r| match vt.clGetProgramInfo {
+            // SAFETY: the vendor's query on its own program, buffers sized by fetch_info.
+            Some(f) => unsafe { f(h, param, s, v, r) },
+            None => CL_INVALID_OPERATION,
+        })
+        .ok()
+    };
+    let devs = handles::<cl_device_id>(&query(CL_PROGRAM_DEVICES)?);
+    let sizes = handles::<usize>(&query(CL_PROGRAM_BINARY_SIZES)?);
+    let i = devs.iter().position(|&d| d == device)?;
+    let mut bin = vec![0u8; *sizes.get(i)?];
+    // Only this device's binary is asked for: the others' entries are NULL.
+    let mut ptrs: Vec<*mut u8> = vec![std::ptr::null_mut(); devs.len()];
+    ptrs[i] = bin.as_mut_ptr();
+    let f = vt.clGetProgramInfo?;
+    // SAFETY: one pointer per device, the asked one to a buffer of its binary's size.
+    let rc = unsafe {
+        f(
+            h,
+            CL_PROGRAM_BINARIES,
+            std::mem::size_of_val(ptrs.as_slice()),
+            ptrs.as_mut_ptr() as *mut std::ffi::c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    (rc == CL_SUCCESS && !bin.is_empty()).then_some(bin)
+}
+
+/// An info answer that is an array of handles or sizes.
+fn handles<T: Copy + Default>(raw: &[u8]) -> Vec<T> {
+    raw.chunks_exact(std::mem::size_of::<T>())
+        .map(crate::api::device::read_handle)
+        .collect()
 }
 
 /// Records what the layer learned of `p` for each binary the vendor just wrote into the
@@ -209,14 +254,8 @@ pub fn record(p: &Program, bare: cl_program, size: usize, value: *mut std::ffi::
     let (Ok(devs), Ok(sizes)) = (query(CL_PROGRAM_DEVICES), query(CL_PROGRAM_BINARY_SIZES)) else {
         return;
     };
-    let devs: Vec<cl_device_id> = devs
-        .chunks_exact(std::mem::size_of::<cl_device_id>())
-        .map(crate::api::device::read_handle)
-        .collect();
-    let sizes: Vec<usize> = sizes
-        .chunks_exact(std::mem::size_of::<usize>())
-        .map(crate::api::device::read_handle)
-        .collect();
+    let devs = handles::<cl_device_id>(&devs);
+    let sizes = handles::<usize>(&sizes);
     let n = sizes.len().min(size / std::mem::size_of::<*mut u8>());
     let ptrs = crate::core::args::slice(value as *const *const u8, n).unwrap_or(&[]);
     let mut entry = None;
@@ -232,9 +271,15 @@ pub fn record(p: &Program, bare: cl_program, size: usize, value: *mut std::ffi::
         let Ok(bytes) = crate::core::args::slice(ptr, len) else {
             continue;
         };
-        let Some(e) = entry.get_or_insert_with(|| learned(p)) else {
+        let Some(learned) = entry.get_or_insert_with(|| learned(p)) else {
             return;
         };
+        let mut e = learned.clone();
+        if e.recipe.is_some() {
+            // Kept beside the entry, so a later process need not compile the recipe.
+            e.rewritten_binary = rewritten_binary(p, dev).and_then(|b| store.put_blob(&b).ok());
+        }
+        let e = &e;
         let key = Key {
             binary: sha256_hex(bytes),
             device: device_identity(vt, dev),
@@ -263,7 +308,7 @@ fn binary_type(vt: &cl_icd_dispatch, p: cl_program, d: cl_device_id) -> cl_progr
 }
 
 /// The store's entry for binaries the vendor accepted for `devices` (all must be known,
-/// and agree).
+/// and agree; the first device's is returned).
 pub fn recognise(
     ctx: &Inner<cl_context>,
     devices: &[cl_device_id],
@@ -282,7 +327,7 @@ pub fn recognise(
             device: device_identity(ctx.vt, dev),
         };
         let e = store.get(&key)?;
-        if found.as_ref().is_some_and(|f| *f != e) {
+        if found.as_ref().is_some_and(|f| !f.same_program(&e)) {
             return None;
         }
         found = Some(e);

@@ -140,6 +140,32 @@ impl OwnedProgram {
         (unsafe { f(p.h) } == CL_SUCCESS).then(|| OwnedProgram(p.clone()))
     }
 
+    /// A program of one device's binary in the vendor context `c`.
+    pub fn from_binary(
+        c: &Inner<cl_context>,
+        device: cl_device_id,
+        bytes: &[u8],
+    ) -> Result<OwnedProgram, String> {
+        let create = || -> CLResult<cl_program> {
+            let mut ptr = bytes.as_ptr();
+            let len = bytes.len();
+            let mut status = CL_SUCCESS;
+            let h = vcreate!(
+                c.vt,
+                clCreateProgramWithBinary(c.h, 1, &device, &len, &mut ptr, &mut status)
+            )?;
+            if status != CL_SUCCESS {
+                let owned = OwnedProgram(c.child(h));
+                drop(owned);
+                return Err(status);
+            }
+            Ok(h)
+        };
+        create()
+            .map(|h| OwnedProgram(c.child(h)))
+            .map_err(|e| format!("creating it from its binary failed ({e})"))
+    }
+
     /// A program of `text` in the vendor context `c`.
     pub fn from_source(c: &Inner<cl_context>, text: &str) -> Result<OwnedProgram, String> {
         let create = || -> CLResult<cl_program> {
@@ -258,6 +284,16 @@ fn failure(p: &Inner<cl_program>, e: cl_int, devices: &[cl_device_id]) -> String
 /// Optional build options as the vendor takes them.
 pub fn options_ptr(options: &Option<CString>) -> *const c_char {
     options.as_ref().map_or(std::ptr::null(), |o| o.as_ptr())
+}
+
+/// The options a stored [`Recipe`] builds its program with (those of its only unit, or
+/// of its link), for building its binary.
+pub fn recipe_options(recipe: &Recipe) -> Option<CString> {
+    let text = match (&recipe.units[..], recipe.linked) {
+        ([unit], false) => unit.options.as_deref(),
+        _ => recipe.link_options.as_deref(),
+    };
+    text.and_then(|t| CString::new(t).ok())
 }
 
 /// Builds the rewritten program of a stored [`Recipe`] in the vendor context `c`: one
