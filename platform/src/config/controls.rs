@@ -320,7 +320,7 @@ controls! {
         /// entries are evicted. `0` turns the store off (binaries of rewritten
         /// programs are then still the bare driver's, but a later process does
         /// not slice their kernels).
-        max_mb: u64 = 64, expect "an integer between 0 and 65536",
+        max_mb: u64 = 256, expect "an integer between 0 and 65536",
             valid |v| in_range(v, 0, 65_536);
     }
 
