@@ -115,7 +115,7 @@ fn bare_of(p: &Program, exec: &Exec) -> cl_program {
 }
 
 fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
-    let result = match &state {
+    match &state {
         Bare::Ready(_) | Bare::Failed => return Ok(state),
         Bare::Build { devices, options } => {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
@@ -143,8 +143,7 @@ fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
             let c = &p.context.get().inner;
             OwnedProgram::link(c, &devs, options_ptr(options), &ins).map(|o| Bare::Ready(Some(o)))
         }
-    };
-    result
+    }
 }
 
 /// What the store should keep for `p`, if anything is worth keeping: every kernel's
