@@ -116,7 +116,7 @@ fn bare_of(p: &Program, exec: &Exec) -> cl_program {
 
 fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
     match &state {
-        Bare::Ready(_) | Bare::Failed => return Ok(state),
+        Bare::Ready(_) | Bare::Failed => Ok(state),
         Bare::Build { devices, options } => {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
             rewritten::build(&p.inner, &devs, options_ptr(options)).map(|()| Bare::Ready(None))
