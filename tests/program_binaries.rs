@@ -582,3 +582,34 @@ fn a_rewritten_build_with_a_notification_runs_on() {
         assert!(want == got, "{name}: {}", mc::first_difference(&want, &got));
     }
 }
+
+const READ_ONLY: &str = "SP_TEST_READ_ONLY_STORE";
+
+/// A store that cannot be written (a read-only file system) does no harm: builds, binaries
+/// and results are as bare; a binary loaded again is only not sliced.
+#[test]
+fn a_read_only_store_is_no_harm() {
+    let _g = setup();
+    mc::run_child(
+        "read_only_store_child",
+        (READ_ONLY, std::ffi::OsStr::new("1")),
+        "read-only child ok",
+    );
+}
+
+/// The process of the test above, with its store on a read-only file system.
+#[test]
+fn read_only_store_child() {
+    if std::env::var_os(READ_ONLY).is_none() {
+        return;
+    }
+    // Before the first OpenCL call, which reads the configuration.
+    std::env::set_var("SOFTPREEMPT_STORE", "/proc/softpreempt-store");
+    let (dir, _g) = setup();
+    let sp = Env::sp();
+    let src = MULTI.replace("1000u", "1004u");
+    let p = mc::build(&sp, &src, OPTIONS).unwrap();
+    let bin = mc::binary_of(p);
+    check_binary(dir, &bin, MULTI_KERNELS, false);
+    println!("read-only child ok");
+}
