@@ -66,6 +66,11 @@ fn good_file_sets_every_key() {
     assert_eq!(c.sched.arbiter_timeout_ms, 250);
     assert_eq!(c.sched.shm_group.as_deref(), Some("gpu-users"));
     assert_eq!(
+        c.store.dir.as_deref(),
+        Some(Path::new("/tmp/softpreempt-store"))
+    );
+    assert_eq!(c.store.max_mb, 16);
+    assert_eq!(
         c.trace.dir.as_deref(),
         Some(Path::new("/tmp/softpreempt-trace"))
     );
