@@ -268,11 +268,15 @@ controls! {
         /// process alone on a device pays nothing), `always`, or `never`.
         slice: SliceMode = SliceMode::Contended,
             expect "\"contended\", \"always\" or \"never\"", example r#"slice = "always""#;
-        /// Target duration of one slice, in microseconds. Shorter slices let a
-        /// higher-priority process take over sooner but add launch overhead.
-        target_slice_us: u64 = 1000,
-            expect "an integer between 50 and 1000000",
-            valid |v| in_range(v, 50, 1_000_000);
+        /// Target duration of one slice, in microseconds; it also bounds the
+        /// predicted device time a queue keeps queued behind its running slice.
+        /// Shorter slices let a higher-priority process take over sooner but add
+        /// launch overhead. Unset: 250 on a GPU, 1000 on other devices (PoCL's
+        /// CPU device pays far more per launch), as measured in
+        /// docs/benchmarks.md.
+        target_slice_us: Option<u64> = None,
+            expect "an integer between 50 and 1000000", example "target_slice_us = 500",
+            valid |v| v.iter().all(|v| in_range(v, 50, 1_000_000));
         /// Most slices of one queue on the vendor queue at once. `2` keeps the
         /// device busy between slices; `1` gives the shortest takeover latency.
         max_inflight: u32 = 2, expect "an integer between 1 and 2",

@@ -194,6 +194,11 @@ fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) ->
 /// 2048 resident work-items in at most 32 groups; a CPU device's unit (PoCL's thread) runs
 /// one group at a time. Registers or local memory can lower a GPU's real figure; erring
 /// high makes slices longer, never narrower than a wave.
+/// Whether `device` is a GPU (cached per device).
+pub fn is_gpu(device: &crate::core::forward::Inner<cl_device_id>) -> bool {
+    wave_work_groups(device, 1).1
+}
+
 /// Also says whether the device is a GPU.
 fn wave_work_groups(
     device: &crate::core::forward::Inner<cl_device_id>,
