@@ -89,7 +89,15 @@ fn sliced_launches_appear_in_the_trace_and_the_profile() {
 
     let items: usize = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .find_map(|l| l.strip_prefix("@items ")?.trim().parse().ok())
+        // libtest may print "test child_role ... " on the same line first.
+        .find_map(|l| {
+            l.split("@items ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
         .unwrap_or(N);
     let events = read_trace(&traces);
     let slices: Vec<&Value> = events
