@@ -16,9 +16,15 @@
 # Called by scripts/test.sh after the cargo tests. Needs python3 with venv and pip, PyPI,
 # PoCL and ocl-icd (scripts/setup.sh), and the built library (SOFTPREEMPT_LIB, or
 # target/{debug,release}/libsoftpreempt.so; built here if missing).
-# Options: --only pyopencl|opencv. The venv is cached in
+# Options: --only pyopencl|opencv; --tests-dir (builds the venv if needed, prints the
+# folder of pyopencl's tests and exits: scripts/gpu-clients.sh packs it). The venv is cached in
 # ${SOFTPREEMPT_CLIENTS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/softpreempt-clients}, keyed by
 # scripts/clients/requirements.txt and the Python version, so a machine builds it once.
+# Another vendor (scripts/gpu-clients.sh sets these for NVIDIA, offline): CLIENTS_PYTHON
+# and CLIENTS_TESTS (an interpreter that imports pyopencl and pytest, and the sdist's test
+# folder: no venv is built), CLIENTS_VENDOR_LIB (the vendor library; default PoCL's),
+# CLIENTS_BARE_PLATFORM (PYOPENCL_TEST for the bare platform; default "portable"),
+# CLIENTS_OUT (results; default target/clients), CLIENTS_SUITE (below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -26,8 +32,9 @@ HERE=$ROOT/scripts/clients
 only=""
 case "${1:-}" in
   --only) only=${2:?--only needs pyopencl or opencv} ;;
+  --tests-dir) only=tests-dir ;;
   "") ;;
-  *) echo "usage: $0 [--only pyopencl|opencv]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--only pyopencl|opencv | --tests-dir]" >&2; exit 2 ;;
 esac
 
 # The pyopencl sdist's test modules that make up the suite (~250 tests). test_algorithm
@@ -35,6 +42,8 @@ esac
 # device and exercise the same enqueue paths as test_array.
 SUITE=(test_wrapper.py test_enqueue_copy.py test_arrays_in_structs.py test_clrandom.py
        test_clmath.py test_array.py)
+# CLIENTS_SUITE="test_a.py test_b.py" runs other modules (a quick check by hand).
+if [ -n "${CLIENTS_SUITE:-}" ]; then read -r -a SUITE <<< "$CLIENTS_SUITE"; fi
 # Tests deselected (slow or failing on the bare driver too), each with the reason:
 DESELECT=(
   # (none: every test of these modules runs; test_xdg_cache_home fails on the bare driver
@@ -48,27 +57,33 @@ RUN_TIMEOUT=1500   # per suite run; a hang through SoftPreempt must fail, not st
 log() { echo "clients: $*" >&2; }
 
 # --- The venv (cached per machine) -------------------------------------------------------
-python=${PYTHON:-python3}
-key=$( (cat "$HERE/requirements.txt"; "$python" -c 'import sys; print(sys.version)') |
-  sha256sum | cut -c1-16)
-cache=${SOFTPREEMPT_CLIENTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/softpreempt-clients}/$key
-venv=$cache/venv
-pyopencl_version=$(sed -n 's/^pyopencl==//p' "$HERE/requirements.txt")
-tests_src=$cache/pyopencl-$pyopencl_version/test
-if [ ! -f "$cache/complete" ]; then
-  log "building the client venv in $cache (once per machine)"
-  rm -rf "$cache"
-  mkdir -p "$cache"
-  "$python" -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$HERE/requirements.txt"
-  # The suite is in the sdist only; reading its metadata builds with scikit-build-core.
-  "$venv/bin/pip" download -q --disable-pip-version-check --no-binary :all: --no-deps \
-    --no-build-isolation -d "$cache/sdist" "pyopencl==$pyopencl_version"
-  tar -xzf "$cache/sdist/pyopencl-$pyopencl_version.tar.gz" -C "$cache" \
-    "pyopencl-$pyopencl_version/test"
-  touch "$cache/complete"
+if [ -n "${CLIENTS_PYTHON:-}" ]; then
+  py=$CLIENTS_PYTHON
+  tests_src=${CLIENTS_TESTS:?CLIENTS_TESTS must name the test folder of the pyopencl sdist}
+else
+  python=${PYTHON:-python3}
+  key=$( (cat "$HERE/requirements.txt"; "$python" -c 'import sys; print(sys.version)') |
+    sha256sum | cut -c1-16)
+  cache=${SOFTPREEMPT_CLIENTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/softpreempt-clients}/$key
+  venv=$cache/venv
+  pyopencl_version=$(sed -n 's/^pyopencl==//p' "$HERE/requirements.txt")
+  tests_src=$cache/pyopencl-$pyopencl_version/test
+  if [ ! -f "$cache/complete" ]; then
+    log "building the client venv in $cache (once per machine)"
+    rm -rf "$cache"
+    mkdir -p "$cache"
+    "$python" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$HERE/requirements.txt"
+    # The suite is in the sdist only; reading its metadata builds with scikit-build-core.
+    "$venv/bin/pip" download -q --disable-pip-version-check --no-binary :all: --no-deps \
+      --no-build-isolation -d "$cache/sdist" "pyopencl==$pyopencl_version"
+    tar -xzf "$cache/sdist/pyopencl-$pyopencl_version.tar.gz" -C "$cache" \
+      "pyopencl-$pyopencl_version/test"
+    touch "$cache/complete"
+  fi
+  py=$venv/bin/python
 fi
-py=$venv/bin/python
+if [ "$only" = tests-dir ]; then echo "$tests_src"; exit 0; fi
 
 # --- The library and the loader's vendors directories -----------------------------------
 lib=${SOFTPREEMPT_LIB:-}
@@ -81,13 +96,15 @@ if [ -z "$lib" ]; then
   cargo build -q -p softpreempt-icd
   lib=$ROOT/target/debug/libsoftpreempt.so
 fi
-pocl_lib=$(head -n1 /etc/OpenCL/vendors/pocl.icd)
-[ -n "$pocl_lib" ] || { log "no PoCL entry in /etc/OpenCL/vendors (run scripts/setup.sh)"; exit 1; }
+vendor_lib=${CLIENTS_VENDOR_LIB:-$(head -n1 /etc/OpenCL/vendors/pocl.icd 2>/dev/null || true)}
+[ -n "$vendor_lib" ] || { log "no PoCL entry in /etc/OpenCL/vendors (run scripts/setup.sh)"; exit 1; }
+bare_platform=${CLIENTS_BARE_PLATFORM:-portable}
 
-out=$ROOT/target/clients
+out=${CLIENTS_OUT:-$ROOT/target/clients}
 rm -rf "$out"
 mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/softpreempt-clients.XXXXXX")
+case "$work" in *[[:space:]]*) log "TMPDIR must not contain blanks: $work"; exit 1 ;; esac
 holder_pid=""
 # shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
@@ -96,8 +113,8 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$work/vendors-bare" "$work/vendors-sp"
-echo "$pocl_lib" > "$work/vendors-bare/pocl.icd"
-echo "$pocl_lib" > "$work/vendors-sp/pocl.icd"
+echo "$vendor_lib" > "$work/vendors-bare/vendor.icd"
+echo "$vendor_lib" > "$work/vendors-sp/vendor.icd"
 echo "$lib" > "$work/vendors-sp/softpreempt.icd"
 
 # Only what each run sets below reaches the clients.
@@ -114,17 +131,25 @@ make_config() {
 make_config contended ""
 make_config always 'slice = "always"'
 
+# The SoftPreempt loader environment of config $1, as env(1) arguments.
+sp_vars() {
+  echo "OCL_ICD_VENDORS=$work/vendors-sp SOFTPREEMPT_CONFIG=$work/$1.toml" \
+    "SOFTPREEMPT_SHM_DIR=$work/shm-$1"
+}
 # Runs "$@" with the SoftPreempt loader environment of config $1.
+# shellcheck disable=SC2317  # called through the command prefixes below
 sp_env() {
   local cfg=$1; shift
-  env OCL_ICD_VENDORS="$work/vendors-sp" SOFTPREEMPT_CONFIG="$work/$cfg.toml" \
-    SOFTPREEMPT_SHM_DIR="$work/shm-$cfg" "$@"
+  # shellcheck disable=SC2046  # $work has no blanks (mktemp, checked below)
+  env $(sp_vars "$cfg") "$@"
 }
 
 # Starts the high-priority client on config $1's arbiter and waits until it is registered.
 start_holder() {
   rm -f "$work/holder-ready"
-  sp_env "$1" SOFTPREEMPT_PRIORITY=high XDG_CACHE_HOME="$work/cache-holder" \
+  # Started by env(1) itself, so that $! is the holder's pid (env execs python).
+  # shellcheck disable=SC2046  # $work has no blanks
+  env $(sp_vars "$1") SOFTPREEMPT_PRIORITY=high XDG_CACHE_HOME="$work/cache-holder" \
     "$py" "$HERE/hp_holder.py" "$work/holder-ready" 0.5 >> "$out/hp-holder.log" 2>&1 &
   holder_pid=$!
   for _ in $(seq 600); do
@@ -156,7 +181,11 @@ print(n, s)
 EOF
 }
 
-status=0
+# Checks: each comparison of a run, bare against SoftPreempt, and each sanity check (the
+# scheduler saw the client, the bare driver is deterministic) counts once.
+passed=0 failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); log "FAILED: $*"; }
 summary=$out/summary.md
 : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
@@ -185,7 +214,7 @@ run_suite() {
 
 if [ -z "$only" ] || [ "$only" = pyopencl ]; then
   for run in 1 2; do
-    run_suite "bare-run$run" portable "$work/cache-bare" \
+    run_suite "bare-run$run" "$bare_platform" "$work/cache-bare" \
       env OCL_ICD_VENDORS="$work/vendors-bare" -- "${SUITE[@]}"
   done
   start_holder contended
@@ -195,9 +224,8 @@ if [ -z "$only" ] || [ "$only" = pyopencl ]; then
       -- "${SUITE[@]}"
     read -r launches slices < <(profile_sum "$out/profile-sp-run$run.jsonl" low)
     note "  through the scheduler at priority low: $launches launches in $slices slices"
-    if [ "$launches" -eq 0 ]; then
-      log "sp-run$run: no launch went through the scheduler: the high-priority client was not seen"
-      status=1
+    if [ "$launches" -gt 0 ]; then pass; else
+      fail "sp-run$run: no launch went through the scheduler (was the high-priority client seen?)"
     fi
   done
   stop_holder
@@ -208,42 +236,48 @@ if [ -z "$only" ] || [ "$only" = pyopencl ]; then
     sp_env always SOFTPREEMPT_PROFILE="$out/profile-sp-always.jsonl" -- "${SUITE_ALWAYS[@]}"
   read -r launches slices < <(profile_sum "$out/profile-sp-always.jsonl" normal)
   note "  sliced alone (slice = \"always\"): $launches launches in $slices slices"
-  [ "$launches" -gt 0 ] || { log "sp-always: no launch went through the scheduler"; status=1; }
+  if [ "$launches" -gt 0 ]; then pass; else fail "sp-always: no launch went through the scheduler"; fi
   # The always run has a cache of its own: it is compared with bare run 1 (cold caches).
+  bad=0
   "$py" "$HERE/compare.py" pytest "$summary" \
     "run 1 (cold caches)" "$out/pyopencl-bare-run1.xml" "$out/pyopencl-sp-run1.xml" \
     "run 2 (warm binary caches)" "$out/pyopencl-bare-run2.xml" "$out/pyopencl-sp-run2.xml" \
     "slice = \"always\", cold caches" "$out/pyopencl-bare-run1.xml" "$out/pyopencl-sp-always.xml" \
-    || status=1
+    || bad=$?
+  passed=$((passed + 3 - bad))
+  [ "$bad" -eq 0 ] || fail "pyopencl: $bad of 3 runs do worse through SoftPreempt"
 fi
 
 # --- OpenCV T-API ---------------------------------------------------------------------------
 opencl_runtime=/usr/lib/x86_64-linux-gnu/libOpenCL.so.1
 [ -f "$opencl_runtime" ] || opencl_runtime=$(ldconfig -p | sed -n 's/.*libOpenCL.so.1 .*=> //p' | head -n1)
-run_opencv() {  # $1: run name, $2: OPENCV_OPENCL_DEVICE, $3: cache dir, then the env prefix
+# $1: run name, $2: OPENCV_OPENCL_DEVICE, $3: cache dir (OpenCV's binaries, and PoCL's
+# through XDG_CACHE_HOME), then the env prefix.
+run_opencv() {
   local name=$1 device=$2 cache_dir=$3; shift 3
   log "OpenCV T-API, $name"
   local rc=0
   "$@" OPENCV_OPENCL_RUNTIME="$opencl_runtime" OPENCV_OPENCL_DEVICE="$device" \
-    OPENCV_OPENCL_CACHE_DIR="$cache_dir" timeout 900 \
+    OPENCV_OPENCL_CACHE_DIR="$cache_dir/opencv" XDG_CACHE_HOME="$cache_dir" timeout 900 \
     "$py" "$HERE/opencv_tapi.py" "$out/opencv-$name.npz" "$out/opencv-$name.json" \
     > "$out/opencv-$name.log" 2>&1 || rc=$?
   if [ $rc -ne 0 ]; then
-    log "OpenCV $name failed (exit $rc):"; tail -n 20 "$out/opencv-$name.log" >&2; status=1
+    tail -n 20 "$out/opencv-$name.log" >&2; fail "OpenCV $name exited with $rc"
     return 1
   fi
 }
 if [ -z "$only" ] || [ "$only" = opencv ]; then
-  mkdir -p "$work/ocv-bare" "$work/ocv-sp"
+  mkdir -p "$work/ocv-bare/opencv" "$work/ocv-sp/opencv"
   ok=1
   for run in 1 2; do
     run_opencv "bare-run$run" "Portable Computing Language::" "$work/ocv-bare" \
       env OCL_ICD_VENDORS="$work/vendors-bare" || ok=0
   done
-  if [ $ok = 1 ] && ! "$py" "$HERE/compare.py" opencv-stable "$out/opencv-bare-run1.npz" \
-      "$out/opencv-bare-run2.npz"; then
-    log "an OpenCV operation differs from run to run on the bare driver: drop it from opencv_tapi.py"
-    status=1
+  if [ $ok = 1 ]; then
+    if "$py" "$HERE/compare.py" opencv-stable "$out/opencv-bare-run1.npz" \
+        "$out/opencv-bare-run2.npz"; then pass; else
+      fail "an OpenCV operation differs run to run on the bare driver: drop it (opencv_tapi.py)"
+    fi
   fi
   start_holder contended
   for run in 1 2; do
@@ -254,16 +288,16 @@ if [ -z "$only" ] || [ "$only" = opencv ]; then
   stop_holder
   if [ $ok = 1 ]; then
     for run in 1 2; do
-      "$py" "$HERE/compare.py" opencv "$summary" "run $run" \
-        "$out/opencv-bare-run$run".{npz,json,log} "$out/opencv-sp-run$run".{npz,json,log} \
-        "$work/trace-run$run" || status=1
+      if "$py" "$HERE/compare.py" opencv "$summary" "run $run" \
+          "$out/opencv-bare-run$run".{npz,json,log} "$out/opencv-sp-run$run".{npz,json,log} \
+          "$work/trace-run$run"; then pass; else fail "OpenCV run $run differs through SoftPreempt"; fi
     done
   fi
 fi
 
-if [ $status -ne 0 ]; then
-  log "FAILED: a client does worse through SoftPreempt than on the bare driver (see above and $out)"
-else
-  log "all clients do as well through SoftPreempt as on the bare driver"
+# The closing line: checks (runs compared, sanity checks), not single tests.
+echo "clients: $passed passed, $failed failed"
+if [ "$failed" -ne 0 ]; then
+  log "a client does worse through SoftPreempt than on the bare driver (see above and $out)"
+  exit 1
 fi
-exit $status

@@ -20,6 +20,7 @@ import numpy as np
 # - objdetect: OpenCV 5 has no CascadeClassifier/HOGDescriptor any more (the modules with
 #   OpenCL kernels moved out); QR/ArUco detection has no OpenCL path.
 # - dnn: its OpenCL target needs a network file; none is shipped in the wheel.
+# - Laplacian: OpenCV 5 runs it on the CPU even for a UMat (no kernel reaches the driver).
 # - calib, geometry, ptcloud, flann, highgui, imgcodecs, videoio: no OpenCL paths.
 
 
@@ -61,9 +62,28 @@ def ops(rng):
         kps = cv2.FastFeatureDetector_create(threshold=30).detect(u_gray)
         return np.array(sorted((k.pt[0], k.pt[1], k.response) for k in kps), np.float64)
 
+    def orb():
+        kps = cv2.ORB_create(nfeatures=300).detect(u_gray)
+        return np.array(sorted((k.pt[0], k.pt[1], k.response, k.angle) for k in kps),
+                        np.float64)
+
     def stereo_bm():
+        # OpenCV takes its OpenCL path only without texture, uniqueness and speckle
+        # filtering (those are CPU-only post-passes).
         bm = cv2.StereoBM_create(numDisparities=32, blockSize=15)
+        bm.setTextureThreshold(0)
+        bm.setUniquenessRatio(0)
+        bm.setSpeckleWindowSize(0)
         return bm.compute(u_gray, u_shift)
+
+    def pyr_lk():
+        pts = cv2.UMat(np.float32([[x, y] for x in range(80, 600, 60)
+                                   for y in range(60, 440, 60)]).reshape(-1, 1, 2))
+        nxt, st, err = cv2.calcOpticalFlowPyrLK(u_gray, u_shift, pts, None)
+        return [nxt, st, err]
+
+    map_x = cv2.UMat(rng.uniform(0, 639, (480, 640)).astype(np.float32))
+    map_y = cv2.UMat(rng.uniform(0, 479, (480, 640)).astype(np.float32))
 
     return [
         ("imgproc", "cvtColor", lambda: cv2.cvtColor(u_bgr, cv2.COLOR_BGR2GRAY)),
@@ -79,15 +99,22 @@ def ops(rng):
         ("imgproc", "cornerHarris", lambda: cv2.cornerHarris(cv2.UMat(np.float32(gray)), 2, 3, 0.04)),
         ("imgproc", "pyrDown", lambda: cv2.pyrDown(u_bgr)),
         ("imgproc", "threshold", lambda: cv2.threshold(u_gray, 127, 255, cv2.THRESH_BINARY)[1]),
-        ("core", "gemm", lambda: cv2.gemm(u_f, u_g, 1.0, None, 0.0)),
+        ("imgproc", "medianBlur", lambda: cv2.medianBlur(u_gray, 5)),
+        ("imgproc", "bilateralFilter", lambda: cv2.bilateralFilter(u_gray, 9, 50, 50)),
+        ("imgproc", "remap", lambda: cv2.remap(u_gray, map_x, map_y, cv2.INTER_LINEAR)),
+        # Without a C matrix OpenCV's gemm takes its CPU path.
+        ("core", "gemm", lambda: cv2.gemm(u_f, u_g, 1.0, u_g, 0.5)),
         ("core", "dft", lambda: cv2.dft(u_f, flags=cv2.DFT_COMPLEX_OUTPUT)),
         ("core", "add_weighted", lambda: cv2.addWeighted(u_bgr, 0.7, cv2.UMat(np.flip(bgr, 0).copy()), 0.3, 5)),
         ("core", "transpose", lambda: cv2.transpose(u_gray)),
+        ("core", "normalize", lambda: cv2.normalize(u_f, None, 0, 1, cv2.NORM_MINMAX)),
         ("video", "calcOpticalFlowFarneback",
          lambda: cv2.calcOpticalFlowFarneback(u_gray, u_shift, None, 0.5, 3, 15, 3, 5, 1.2, 0)),
+        ("video", "calcOpticalFlowPyrLK", pyr_lk),
         ("video", "BackgroundSubtractorMOG2", mog2),
         ("photo", "fastNlMeansDenoising", lambda: cv2.fastNlMeansDenoising(u_gray, None, 10, 7, 21)),
         ("features", "FastFeatureDetector", fast),
+        ("features", "ORB", orb),
         ("stereo", "StereoBM", stereo_bm),
     ]
 
