@@ -244,8 +244,8 @@ if [ -z "$only" ] || [ "$only" = pyopencl ]; then
     "run 2 (warm binary caches)" "$out/pyopencl-bare-run2.xml" "$out/pyopencl-sp-run2.xml" \
     "slice = \"always\", cold caches" "$out/pyopencl-bare-run1.xml" "$out/pyopencl-sp-always.xml" \
     || bad=$?
-  passed=$((passed + 3 - bad))
-  [ "$bad" -eq 0 ] || fail "pyopencl: $bad of 3 runs do worse through SoftPreempt"
+  passed=$((passed + 3 - bad)) failed=$((failed + bad))
+  [ "$bad" -eq 0 ] || log "FAILED: pyopencl: $bad of 3 runs do worse through SoftPreempt"
 fi
 
 # --- OpenCV T-API ---------------------------------------------------------------------------
@@ -295,9 +295,8 @@ if [ -z "$only" ] || [ "$only" = opencv ]; then
   fi
 fi
 
-# The closing line: checks (runs compared, sanity checks), not single tests.
-echo "clients: $passed passed, $failed failed"
-if [ "$failed" -ne 0 ]; then
+[ "$failed" -eq 0 ] ||
   log "a client does worse through SoftPreempt than on the bare driver (see above and $out)"
-  exit 1
-fi
+# The closing line counts checks (runs compared, sanity checks), not single tests.
+echo "clients: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
