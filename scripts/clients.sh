@@ -52,7 +52,9 @@ DESELECT=(
 )
 # The slice = "always" run takes the whole suite too (it fits in CI's time).
 SUITE_ALWAYS=("${SUITE[@]}")
-RUN_TIMEOUT=1500   # per suite run; a hang through SoftPreempt must fail, not stall CI
+# Per suite run: a hang through SoftPreempt must fail, not stall CI. (`timeout --foreground`
+# below keeps the client in the script's process group, so stopping the group stops it.)
+RUN_TIMEOUT=1500
 
 log() { echo "clients: $*" >&2; }
 
@@ -112,6 +114,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM INT   # so that the EXIT trap runs when the script is stopped
 mkdir -p "$work/vendors-bare" "$work/vendors-sp"
 echo "$vendor_lib" > "$work/vendors-bare/vendor.icd"
 echo "$vendor_lib" > "$work/vendors-sp/vendor.icd"
@@ -206,7 +209,7 @@ run_suite() {
   log "pyopencl suite, $name: $*"
   local t0=$SECONDS rc=0
   (cd "$work/tests" && "${prefix[@]}" PYOPENCL_TEST="$platform" XDG_CACHE_HOME="$cache_home" \
-    timeout "$RUN_TIMEOUT" "$py" -m pytest -q -p no:cacheprovider -p no:warnings \
+    timeout --foreground "$RUN_TIMEOUT" "$py" -m pytest -q -p no:cacheprovider -p no:warnings \
       --junitxml="$out/pyopencl-$name.xml" "${deselect[@]}" "$@") \
     > "$out/pyopencl-$name.log" 2>&1 || rc=$?
   note "- pyopencl $name: $(tail -n1 "$out/pyopencl-$name.log") (exit $rc, $((SECONDS - t0)) s)"
@@ -258,7 +261,7 @@ run_opencv() {
   log "OpenCV T-API, $name"
   local rc=0
   "$@" OPENCV_OPENCL_RUNTIME="$opencl_runtime" OPENCV_OPENCL_DEVICE="$device" \
-    OPENCV_OPENCL_CACHE_DIR="$cache_dir/opencv" XDG_CACHE_HOME="$cache_dir" timeout 900 \
+    OPENCV_OPENCL_CACHE_DIR="$cache_dir/opencv" XDG_CACHE_HOME="$cache_dir" timeout --foreground 900 \
     "$py" "$HERE/opencv_tapi.py" "$out/opencv-$name.npz" "$out/opencv-$name.json" \
     > "$out/opencv-$name.log" 2>&1 || rc=$?
   if [ $rc -ne 0 ]; then
