@@ -17,9 +17,10 @@
 # PoCL and ocl-icd (scripts/setup.sh), and the built library (SOFTPREEMPT_LIB, or
 # target/{debug,release}/libsoftpreempt.so; built here if missing).
 # Options: --only pyopencl|opencv; --tests-dir (builds the venv if needed, prints the
-# folder of pyopencl's tests and exits: scripts/gpu-clients.sh packs it). The venv is cached in
-# ${SOFTPREEMPT_CLIENTS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/softpreempt-clients}, keyed by
-# scripts/clients/requirements.txt and the Python version, so a machine builds it once.
+# folder of pyopencl's tests and exits: scripts/gpu-clients.sh packs it). The venv is
+# cached in ${SOFTPREEMPT_CLIENTS_CACHE:-${XDG_CACHE_HOME:-~/.cache}/softpreempt-clients},
+# keyed by scripts/clients/requirements.txt and the Python version, so a machine builds it
+# once.
 # Another vendor (scripts/gpu-clients.sh sets these for NVIDIA, offline): CLIENTS_PYTHON
 # and CLIENTS_TESTS (an interpreter that imports pyopencl and pytest, and the sdist's test
 # folder: no venv is built), CLIENTS_VENDOR_LIB (the vendor library; default PoCL's),
@@ -31,7 +32,10 @@ ROOT=$PWD
 HERE=$ROOT/scripts/clients
 only=""
 case "${1:-}" in
-  --only) only=${2:?--only needs pyopencl or opencv} ;;
+  --only)
+    only=${2:-}
+    case "$only" in pyopencl | opencv) ;; *) echo "$0: --only pyopencl|opencv" >&2; exit 2 ;; esac
+    ;;
   --tests-dir) only=tests-dir ;;
   "") ;;
   *) echo "usage: $0 [--only pyopencl|opencv | --tests-dir]" >&2; exit 2 ;;

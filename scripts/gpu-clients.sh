@@ -42,14 +42,19 @@ if [ "${1:-}" = pack ]; then
   exit 0
 fi
 
+need() { [ -e "$1" ] || { echo "gpu-clients: no $1: run $2 first (before carrying)" >&2; exit 1; }; }
+need carry/bin/libsoftpreempt.so scripts/pack-gpu.sh
+need "$CARRY/wheels" "'scripts/gpu-clients.sh pack'"
 OUT=${OUT:-$ROOT/gpu-out}
 mkdir -p "$OUT"
-[ -f carry/bin/libsoftpreempt.so ] || { echo "no carry/bin/libsoftpreempt.so: run scripts/pack-gpu.sh here first" >&2; exit 1; }
-[ -d "$CARRY/wheels" ] || { echo "no gpu-carry/: run 'scripts/gpu-clients.sh pack' here first" >&2; exit 1; }
 site=$(mktemp -d)/site
 for w in "$CARRY"/wheels/*.whl; do python3 -m zipfile -e "$w" "$site"; done
 export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
-python3 -c 'import numpy, pyopencl, pytest; print("python", __import__("sys").version.split()[0], "numpy", numpy.__version__, "pyopencl", pyopencl.VERSION_TEXT, "pytest", pytest.__version__)' | tee "$OUT/clients-env.txt"
+python3 - <<'EOF' | tee "$OUT/clients-env.txt"
+import sys, numpy, pyopencl, pytest
+print("python", sys.version.split()[0], "numpy", numpy.__version__,
+      "pyopencl", pyopencl.VERSION_TEXT, "pytest", pytest.__version__)
+EOF
 nvidia-smi -L >> "$OUT/clients-env.txt" 2>&1 || true
 CLIENTS_PYTHON=python3 CLIENTS_TESTS=$CARRY/pyopencl-test \
   CLIENTS_VENDOR_LIB=${GPU_VENDOR_LIB:-/lib/libnvidia-opencl.so.1} \
