@@ -9,3 +9,6 @@ cargo build --workspace --all-targets
 # included, so the harness never rots (it exits non-zero if any mode fails).
 cargo test --bench preempt -- --smoke --json target/smoke/preempt.json --plots target/smoke
 cargo test --workspace -- --test-threads=2
+# Real clients through the loader: pyopencl's own test suite and an OpenCV T-API workload,
+# bare PoCL against SoftPreempt (docs/compatibility.md).
+bash scripts/clients.sh
