@@ -37,8 +37,9 @@ case "${1:-}" in
     case "$only" in pyopencl | opencv) ;; *) echo "$0: --only pyopencl|opencv" >&2; exit 2 ;; esac
     ;;
   --tests-dir) only=tests-dir ;;
+  --python) only=python ;;
   "") ;;
-  *) echo "usage: $0 [--only pyopencl|opencv | --tests-dir]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--only pyopencl|opencv | --tests-dir | --python]" >&2; exit 2 ;;
 esac
 
 # The pyopencl sdist's test modules that make up the suite (253 tests). test_algorithm is
@@ -90,6 +91,7 @@ else
   py=$venv/bin/python
 fi
 if [ "$only" = tests-dir ]; then echo "$tests_src"; exit 0; fi
+if [ "$only" = python ]; then echo "$py"; exit 0; fi
 
 # --- The library and the loader's vendors directories -----------------------------------
 lib=${SOFTPREEMPT_LIB:-}
