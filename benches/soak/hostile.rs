@@ -203,8 +203,9 @@ fn layer_lines(w: &Proc) -> Vec<String> {
 fn newcomer_passes_through(d: Damage, when: When) -> Option<bool> {
     match (d, when) {
         // A segment cut to 0 bytes looks like one whose creator died before sizing it:
-        // after a second it is removed and created again (recovery, no pass-through).
-        (Damage::Truncate(0), When::Before) => Some(false),
+        // after a second a newcomer removes it and creates it again (recovery, no
+        // pass-through; processes still using the old one carry on in pass-through).
+        (Damage::Truncate(0), _) => Some(false),
         (Damage::OtherUserAccess, _) => Some(false),
         // A garbage-filled or truncated segment in use is only detected when the running
         // processes look at the header again; a newcomer opens it and refuses it.

@@ -6,7 +6,6 @@
 use crate::procs::{spawn, End, Role, Setting};
 use crate::worker::Spec;
 use crate::Outcome;
-use softpreempt_sched::{inspect, list_segments};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -20,8 +19,8 @@ pub struct Params {
 
 const LEVELS: [&str; 3] = ["low", "normal", "high"];
 
-/// Runs the load once; returns the wall time.
-fn once(sp: bool, set: &Setting, p: &Params, out: &mut Outcome) -> Duration {
+/// Runs the load once; returns the wall time and the slices the workers reported.
+fn once(sp: bool, set: &Setting, p: &Params, out: &mut Outcome) -> (Duration, u64) {
     let start = Instant::now();
     let mut procs: Vec<_> = (0..p.procs)
         .map(|i| {
@@ -42,9 +41,15 @@ fn once(sp: bool, set: &Setting, p: &Params, out: &mut Outcome) -> Duration {
         })
         .collect();
     let platform = if sp { "SoftPreempt" } else { "bare" };
+    let mut slices = 0;
     for w in procs.iter_mut() {
         out.tried += 1;
         let end = w.finish(p.bound);
+        slices += w
+            .seen
+            .field("slices")
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
         let done = w.progress();
         match end {
             End::Clean if done == p.iterations => {}
@@ -67,7 +72,7 @@ fn once(sp: bool, set: &Setting, p: &Params, out: &mut Outcome) -> Duration {
             }
         }
     }
-    start.elapsed()
+    (start.elapsed(), slices)
 }
 
 pub fn run(root: &Path, vendors: &Path, p: &Params) -> Outcome {
@@ -78,17 +83,24 @@ pub fn run(root: &Path, vendors: &Path, p: &Params) -> Outcome {
         "slice = \"always\"\ntarget_slice_us = 200",
         vendors,
     );
-    let sp = once(true, &set, p, &mut out);
-    let slices: u64 = list_segments(&set.shm_dir)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|s| inspect(s).ok())
-        .map(|s| s.clients.iter().map(|c| c.slices).sum::<u64>())
-        .sum();
-    let bare = once(false, &set, p, &mut out);
+    // Warm the vendor's kernel cache on both platforms (the rewritten program is another
+    // source), so neither timed run pays a first compilation.
+    for sp in [true, false] {
+        let spec = Spec {
+            sp,
+            iterations: Some(1),
+            items: p.items,
+            iters: p.iters,
+            seed: 1,
+        };
+        let _ = spawn(&Role::Worker(spec), &set, &[], "warm-up").finish(p.bound);
+    }
+    let (sp, slices) = once(true, &set, p, &mut out);
+    let (bare, _) = once(false, &set, p, &mut out);
     out.note(format!(
-        "{} processes x {} iterations (2 launches of {} items each): wall time through \
-         SoftPreempt {:.1} s ({slices} slices), bare driver {:.1} s",
+        "{} processes x {} iterations (2 verified launches of {} items each, priorities \
+         low/normal/high in turn): wall time through SoftPreempt {:.1} s ({slices} slices), \
+         bare driver {:.1} s",
         p.procs,
         p.iterations,
         p.items,

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 /// Environment variable carrying a child's [`Role`]; its presence makes a child.
 pub const ROLE_ENV: &str = "SOFTPREEMPT_SOAK_ROLE";
+/// The segment directory of the child's configuration (so it can read its own statistics).
+pub const SHM_ENV: &str = "SOFTPREEMPT_SOAK_SHM";
 /// Prefix of the children's protocol lines.
 pub const MARK: &str = "@soak ";
 
@@ -128,6 +130,7 @@ pub fn spawn_cmd(mut cmd: Command, set: &Setting, env: &[(&str, String)], label:
         .env_remove("SOFTPREEMPT_SHM_DIR")
         .env_remove("SOFTPREEMPT_PRIORITY")
         .env_remove("SOFTPREEMPT_LOG")
+        .env(SHM_ENV, &set.shm_dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -311,7 +311,24 @@ pub fn run(spec: &Spec) {
         done += 1;
         say(&format!("progress={done}"));
     }
-    say(&format!("done={done}"));
+    say(&format!("slices={} done={done}", own_slices()));
+}
+
+/// Slices this process's queues reported to the arbiter (0 on the bare platform). Read
+/// before exit: a client's slot is freed, counters and all, when its queue goes.
+fn own_slices() -> u64 {
+    let Some(dir) = std::env::var_os(crate::procs::SHM_ENV) else {
+        return 0;
+    };
+    let pid = std::process::id();
+    softpreempt_sched::list_segments(std::path::Path::new(&dir))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|p| softpreempt_sched::inspect(p).ok())
+        .flat_map(|s| s.clients)
+        .filter(|c| c.pid == pid)
+        .map(|c| c.slices)
+        .sum()
 }
 
 /// The fork role: a client with a context and a managed queue forks without exec, in the
