@@ -239,7 +239,9 @@ fn main() {
     println!("{table}");
     let wall = started.elapsed();
     if let Some(doc) = &opts.doc {
-        let section = doc_section(&rows, &table, seed, smoke, wall);
+        // Paths of this run's private directories mean nothing to a reader.
+        let section = doc_section(&rows, &table, seed, smoke, wall)
+            .replace(&root.display().to_string(), "<soak-dir>");
         if let Err(e) = write_doc(doc, &section) {
             eprintln!("soak: {}: {e}", doc.display());
             std::process::exit(1);

@@ -241,7 +241,14 @@ fn check_end(out: &mut Outcome, what: &str, end: End, w: &Proc, want: Option<u64
 
 /// A newcomer after the damage: must finish exactly, and log one line iff it runs in
 /// pass-through.
-fn newcomer(out: &mut Outcome, set: &Setting, p: &Params, d: Damage, when: When, rng: &mut Rng) {
+fn newcomer(
+    out: &mut Outcome,
+    set: &Setting,
+    p: &Params,
+    d: Damage,
+    when: When,
+    rng: &mut Rng,
+) -> String {
     let what = format!("{} ({}) newcomer", d.name(), label(when));
     let mut w = worker(set, p, Some(2), rng.next() as u32);
     let end = w.finish(p.bound * 2);
@@ -260,11 +267,11 @@ fn newcomer(out: &mut Outcome, set: &Setting, p: &Params, d: Damage, when: When,
         Some(false) if !lines.is_empty() => {
             out.note(format!("{what}: logged {lines:?}"));
         }
-        _ => {
-            if let Some(l) = lines.first() {
-                out.example_lines.push(l.clone());
-            }
-        }
+        _ => {}
+    }
+    match lines.first() {
+        Some(l) => format!("{} iterations exact; `{l}`", w.progress()),
+        None => format!("{} iterations exact; no log line", w.progress()),
     }
 }
 
@@ -281,6 +288,7 @@ fn segment_of(shm: &Path) -> Option<PathBuf> {
 
 pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
     let mut out = Outcome::new("hostile segment");
+    let mut rows = Vec::new();
     let mut damages = vec![
         Damage::Garbage,
         Damage::Truncate(0),
@@ -346,25 +354,37 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
                     None
                 }
             };
+            let mut ran = "-".to_string();
             if let Some(w) = running.as_mut() {
                 let at = w.progress();
-                if !w.wait_progress(at + 3, p.bound) {
-                    if w.exited().is_none() {
-                        out.hung += 1;
-                        out.note(format!("{what}: the running client made no progress"));
-                    }
+                if !w.wait_progress(at + 3, p.bound) && w.exited().is_none() {
+                    out.hung += 1;
+                    out.note(format!("{what}: the running client made no progress"));
                 }
+                ran = format!("{} -> {}", at, w.progress());
             }
-            newcomer(&mut out, &set, p, d, when, rng);
+            let newcomer = newcomer(&mut out, &set, p, d, when, rng);
             if let Some(mut w) = running {
                 w.stop();
                 let end = w.finish(p.bound);
+                let lines = layer_lines(&w);
+                ran = format!(
+                    "{ran} iterations, {end:?}; {}",
+                    match lines.first() {
+                        Some(l) => format!("`{l}`"),
+                        None => "no log line".into(),
+                    }
+                );
                 check_end(&mut out, &format!("{what}: running client"), end, &w, None);
             }
+            rows.push(format!("| {what} | {ran} | {newcomer} |"));
             drop(keep);
         }
     }
-    out.example_lines.sort();
-    out.example_lines.dedup();
+    out.details = format!(
+        "Hostile segment, case by case (the running client was started before the damage; \
+         the newcomer after it):\n\n| case | running client | newcomer |\n|---|---|---|\n{}\n",
+        rows.join("\n")
+    );
     out
 }

@@ -399,8 +399,12 @@ enum ChildBody {
 }
 
 fn child_body(body: ChildBody, env: &Env, k: &Kernels, spec: &Spec) -> ! {
-    // SAFETY: alarm only arms a timer; a child stuck past it dies of SIGALRM ("hung").
-    unsafe { libc::alarm(20) };
+    // A child stuck past the alarm dies of SIGALRM ("hung"). The launching child gets
+    // less: on PoCL it blocks for good in the vendor's first blocking call (the driver's
+    // worker threads do not exist in a forked child), on the bare driver as well.
+    let limit = if matches!(body, ChildBody::Launch) { 5 } else { 20 };
+    // SAFETY: alarm only arms a timer.
+    unsafe { libc::alarm(limit) };
     match body {
         ChildBody::ExitNow => {}
         ChildBody::Linger => std::thread::sleep(Duration::from_millis(500)),
