@@ -12,6 +12,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "../tests/managed_common/mod.rs"]
+mod managed_common;
 #[path = "soak/badapi.rs"]
 mod badapi;
 #[path = "soak/badconfig.rs"]
@@ -67,6 +69,32 @@ impl Outcome {
         eprintln!("  [{}] {n}", self.scenario);
         self.notes.push(n);
     }
+    /// Counts how a process ended. `progress` is (done, wanted) for a process that had to
+    /// finish a number of iterations: a clean exit short of it counts as a crash.
+    pub fn record(&mut self, what: &str, end: End, progress: Option<(u64, u64)>) {
+        match end {
+            End::Clean => {
+                if let Some((done, want)) = progress.filter(|(d, w)| d < w) {
+                    self.crashed += 1;
+                    self.note(format!("{what}: stopped after {done} of {want} iterations"));
+                }
+            }
+            End::Killed => {}
+            End::Wrong(m) => {
+                self.wrong += 1;
+                self.note(format!("{what}: wrong result {m}"));
+            }
+            End::Crashed(m) => {
+                self.crashed += 1;
+                self.note(format!("{what}: {m}"));
+            }
+            End::Hung => {
+                self.hung += 1;
+                self.note(format!("{what}: did not finish within the bound"));
+            }
+        }
+    }
+
     fn failed(&self) -> bool {
         self.crashed + self.hung + self.wrong > 0
     }

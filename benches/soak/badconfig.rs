@@ -3,7 +3,7 @@
 //! results, the layer writes exactly one line on stderr and nothing on stdout; and
 //! `softpreempt config check FILE` fails with a one-line error.
 
-use crate::procs::{spawn, End, Role, Setting};
+use crate::procs::{spawn, Role, Setting};
 use crate::worker::Spec;
 use crate::Outcome;
 use std::path::Path;
@@ -60,21 +60,7 @@ pub fn run(
         };
         let mut w = spawn(&Role::Worker(spec), &set, &[], "config");
         let end = w.finish(bound);
-        match end {
-            End::Clean if w.progress() == 2 => {}
-            End::Wrong(m) => {
-                out.wrong += 1;
-                out.note(format!("{name}: wrong result {m}"));
-            }
-            End::Hung => {
-                out.hung += 1;
-                out.note(format!("{name}: hung"));
-            }
-            e => {
-                out.crashed += 1;
-                out.note(format!("{name}: {e:?} {}", w.stderr_tail()));
-            }
-        }
+        out.record(name, end, Some((w.progress(), 2)));
         let err = w.seen.stderr_lines();
         let stray = w.seen.stray_stdout.lock().unwrap().clone();
         if err.len() != 1 || !stray.is_empty() {

@@ -6,7 +6,7 @@
 //! on the bare driver (the children's fates on the bare driver are the reference: OpenCL
 //! leaves a forked child's use of inherited objects undefined).
 
-use crate::procs::{spawn, End, Role, Setting};
+use crate::procs::{spawn, Role, Setting};
 use crate::worker::Spec;
 use crate::Outcome;
 use softpreempt_sched::{inspect, list_segments};
@@ -48,24 +48,7 @@ pub fn run(root: &Path, vendors: &Path, bound: Duration, items: usize, iters: u3
         let at = peer.progress();
         let end = f.finish(bound * 4);
         let platform = if sp { "SoftPreempt" } else { "bare" };
-        match end {
-            End::Clean => {}
-            End::Wrong(m) => {
-                out.wrong += 1;
-                out.note(format!("{platform}: the forking parent got a wrong result {m}"));
-            }
-            End::Hung => {
-                out.hung += 1;
-                out.note(format!(
-                    "{platform}: the forking parent hung after {} iterations",
-                    f.progress()
-                ));
-            }
-            e => {
-                out.crashed += 1;
-                out.note(format!("{platform}: the forking parent: {e:?}"));
-            }
-        }
+        out.record(&format!("{platform}: the forking parent"), end, None);
         let children: Vec<String> = ["a", "b", "c", "d"]
             .iter()
             .map(|c| format!("{c}={}", f.seen.field(&format!("child{c}")).unwrap_or("?".into())))
@@ -77,13 +60,8 @@ pub fn run(root: &Path, vendors: &Path, bound: Duration, items: usize, iters: u3
             out.note(format!("{platform}: the peer made no progress"));
         }
         peer.stop();
-        match peer.finish(bound) {
-            End::Clean => {}
-            e => {
-                out.crashed += 1;
-                out.note(format!("{platform}: peer {e:?}"));
-            }
-        }
+        let end = peer.finish(bound);
+        out.record(&format!("{platform}: peer"), end, None);
         if sp {
             for s in list_segments(&set.shm_dir).unwrap_or_default() {
                 match inspect(&s) {

@@ -5,7 +5,7 @@
 //! meets a damaged segment says so in one log line and runs in pass-through, and another
 //! user can neither read nor change a user's segment.
 
-use crate::procs::{spawn, End, Proc, Role, Setting};
+use crate::procs::{spawn_worker, Proc, Setting};
 use crate::worker::Spec;
 use crate::{Outcome, Rng};
 use softpreempt_sched::{
@@ -65,19 +65,7 @@ impl Damage {
 }
 
 fn worker(set: &Setting, p: &Params, iterations: Option<u64>, seed: u32) -> Proc {
-    let spec = Spec {
-        sp: true,
-        iterations,
-        items: p.items,
-        iters: p.iters,
-        seed,
-    };
-    spawn(
-        &Role::Worker(spec),
-        set,
-        &[("SOFTPREEMPT_PRIORITY", "low".to_string())],
-        "hostile",
-    )
+    spawn_worker(set, Spec::sp(iterations, p.items, p.iters, seed), "low")
 }
 
 fn as_nobody(shell: &str) -> bool {
@@ -213,32 +201,6 @@ fn newcomer_passes_through(d: Damage, when: When) -> Option<bool> {
     }
 }
 
-fn check_end(out: &mut Outcome, what: &str, end: End, w: &Proc, want: Option<u64>) {
-    match end {
-        End::Clean => {
-            if let Some(n) = want {
-                if w.progress() < n {
-                    out.crashed += 1;
-                    out.note(format!("{what}: stopped after {} iterations", w.progress()));
-                }
-            }
-        }
-        End::Killed => {}
-        End::Wrong(m) => {
-            out.wrong += 1;
-            out.note(format!("{what}: wrong result {m}"));
-        }
-        End::Crashed(m) => {
-            out.crashed += 1;
-            out.note(format!("{what}: {m}"));
-        }
-        End::Hung => {
-            out.hung += 1;
-            out.note(format!("{what}: hung"));
-        }
-    }
-}
-
 /// A newcomer after the damage: must finish exactly, and log one line iff it runs in
 /// pass-through.
 fn newcomer(
@@ -252,7 +214,7 @@ fn newcomer(
     let what = format!("{} ({}) newcomer", d.name(), label(when));
     let mut w = worker(set, p, Some(2), rng.next() as u32);
     let end = w.finish(p.bound * 2);
-    check_end(out, &what, end, &w, Some(2));
+    out.record(&what, end, Some((w.progress(), 2)));
     let lines = layer_lines(&w);
     let stray = w.seen.stray_stdout.lock().unwrap().clone();
     if !stray.is_empty() {
@@ -328,7 +290,7 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
             // A first client creates the segment.
             let mut prime = worker(&set, p, Some(1), rng.next() as u32);
             let end = prime.finish(p.bound * 2);
-            check_end(&mut out, &format!("{what}: first client"), end, &prime, Some(1));
+            out.record(&format!("{what}: first client"), end, Some((prime.progress(), 1)));
             let Some(seg) = segment_of(&set.shm_dir) else {
                 out.note(format!("{what}: no segment was created"));
                 out.wrong += 1;
@@ -375,7 +337,7 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
                         None => "no log line".into(),
                     }
                 );
-                check_end(&mut out, &format!("{what}: running client"), end, &w, None);
+                out.record(&format!("{what}: running client"), end, None);
             }
             rows.push(format!("| {what} | {ran} | {newcomer} |"));
             drop(keep);

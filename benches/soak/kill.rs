@@ -6,7 +6,7 @@
 //! a new segment (in a directory of its own, which a second process must then be able to
 //! use: the dead-creator recovery).
 
-use crate::procs::{spawn, End, Proc, Role, Setting};
+use crate::procs::{spawn_worker, Proc, Setting};
 use crate::worker::Spec;
 use crate::{Outcome, Rng};
 use softpreempt_sched::{inspect, list_segments};
@@ -27,38 +27,7 @@ pub struct Params {
 }
 
 fn worker(set: &Setting, prio: &str, p: &Params, seed: u32) -> Proc {
-    let spec = Spec {
-        sp: true,
-        iterations: None,
-        items: p.items,
-        iters: p.iters,
-        seed,
-    };
-    spawn(
-        &Role::Worker(spec),
-        set,
-        &[("SOFTPREEMPT_PRIORITY", prio.to_string())],
-        prio,
-    )
-}
-
-/// Records how a process ended into the outcome.
-fn tally(out: &mut Outcome, what: &str, end: End) {
-    match end {
-        End::Clean | End::Killed => {}
-        End::Wrong(m) => {
-            out.wrong += 1;
-            out.note(format!("{what}: wrong result {m}"));
-        }
-        End::Crashed(m) => {
-            out.crashed += 1;
-            out.note(format!("{what}: {m}"));
-        }
-        End::Hung => {
-            out.hung += 1;
-            out.note(format!("{what}: did not exit"));
-        }
-    }
+    spawn_worker(set, Spec::sp(None, p.items, p.iters, seed), prio)
 }
 
 /// Kills `p` when its client holds a grant with a slice in flight (read from the segment),
@@ -121,7 +90,7 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
             &mut procs[victim],
             worker(&set, &prio, p, rng.next() as u32),
         );
-        tally(&mut out, &format!("round {round} victim"), dead.finish(p.bound));
+        out.record(&format!("round {round} victim"), dead.finish(p.bound), None);
         // Kill a newcomer at an early moment, then start the real replacement.
         if matches!(moment, "build" | "startup") {
             let mut early = std::mem::replace(
@@ -137,7 +106,7 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
             early.kill9();
             extra_kills += 1;
             out.tried += 1;
-            tally(&mut out, &format!("round {round} {moment}"), early.finish(p.bound));
+            out.record(&format!("round {round} {moment}"), early.finish(p.bound), None);
         }
         if moment == "creation" {
             match creation_round(root, vendors, p, rng, round, &mut out) {
@@ -154,7 +123,7 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
                 let end = w.exited().is_some();
                 if end {
                     let e = w.finish(p.bound);
-                    tally(&mut out, &format!("round {round} {} worker", w.label), e);
+                    out.record(&format!("round {round} {} worker", w.label), e, None);
                 } else {
                     out.hung += 1;
                     out.note(format!(
@@ -177,7 +146,7 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
     let progress: u64 = procs.iter().map(|w| w.progress()).sum();
     for w in procs.iter_mut() {
         let label = w.label.clone();
-        tally(&mut out, &format!("final {label} worker"), w.finish(p.bound));
+        out.record(&format!("final {label} worker"), w.finish(p.bound), None);
     }
     // The segment is intact and every dead client is known dead.
     let segs = list_segments(&set.shm_dir).unwrap_or_default();
@@ -234,13 +203,13 @@ fn creation_round(
     first.wait_phase("queue", p.bound);
     std::thread::sleep(Duration::from_micros(rng.below(3000)));
     first.kill9();
-    tally(out, &format!("round {round} creator"), first.finish(p.bound));
+    out.record(&format!("round {round} creator"), first.finish(p.bound), None);
     let mut second = worker(&set, "high", p, rng.next() as u32);
     let ok = second.wait_progress(2, p.bound * 2);
     if !ok {
         if second.exited().is_some() {
             let e = second.finish(p.bound);
-            tally(out, &format!("round {round} after creator"), e);
+            out.record(&format!("round {round} after creator"), e, None);
         } else {
             out.hung += 1;
             out.note(format!(
@@ -251,7 +220,7 @@ fn creation_round(
         return false;
     }
     second.stop();
-    tally(out, &format!("round {round} after creator"), second.finish(p.bound));
+    out.record(&format!("round {round} after creator"), second.finish(p.bound), None);
     let _ = std::fs::remove_dir_all(set.config.parent().unwrap());
     ok
 }

@@ -3,7 +3,7 @@
 //! and then the same load on the bare vendor. Every process must finish with exact
 //! results; the wall times are reported side by side (not a pass/fail timing test).
 
-use crate::procs::{spawn, End, Role, Setting};
+use crate::procs::{spawn, Role, Setting};
 use crate::worker::Spec;
 use crate::Outcome;
 use std::path::Path;
@@ -51,26 +51,11 @@ fn once(sp: bool, set: &Setting, p: &Params, out: &mut Outcome) -> (Duration, u6
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0);
         let done = w.progress();
-        match end {
-            End::Clean if done == p.iterations => {}
-            End::Clean => {
-                out.crashed += 1;
-                out.note(format!("{platform}: a worker stopped after {done} iterations"));
-            }
-            End::Killed => unreachable!("nobody kills in this scenario"),
-            End::Wrong(m) => {
-                out.wrong += 1;
-                out.note(format!("{platform}: wrong result {m}"));
-            }
-            End::Crashed(m) => {
-                out.crashed += 1;
-                out.note(format!("{platform}: {m}"));
-            }
-            End::Hung => {
-                out.hung += 1;
-                out.note(format!("{platform}: a worker did not finish in {:?}", p.bound));
-            }
-        }
+        out.record(
+            &format!("{platform} worker"),
+            end,
+            Some((done, p.iterations)),
+        );
     }
     (start.elapsed(), slices)
 }

@@ -116,6 +116,16 @@ pub enum End {
     Hung,
 }
 
+/// A verified worker at `priority` (`SOFTPREEMPT_PRIORITY`), labelled by it.
+pub fn spawn_worker(set: &Setting, spec: crate::worker::Spec, priority: &str) -> Proc {
+    spawn(
+        &Role::Worker(spec),
+        set,
+        &[("SOFTPREEMPT_PRIORITY", priority.to_string())],
+        priority,
+    )
+}
+
 pub fn spawn(role: &Role, set: &Setting, env: &[(&str, String)], label: &str) -> Proc {
     let mut cmd = Command::new(std::env::current_exe().expect("own executable"));
     cmd.env(ROLE_ENV, serde_json::to_string(role).expect("role serializes"));

@@ -7,10 +7,11 @@
 //! and exit status 3.
 
 use crate::common::{self, Env};
+use crate::managed_common::{mix, MIX_CL};
 use crate::procs::{say, stop_flag};
 use opencl_sys::*;
 use serde::{Deserialize, Serialize};
-use std::ffi::{c_void, CString};
+use std::ffi::CString;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -29,16 +30,23 @@ pub struct Spec {
     pub seed: u32,
 }
 
+impl Spec {
+    /// A worker through SoftPreempt.
+    pub fn sp(iterations: Option<u64>, items: usize, iters: u32, seed: u32) -> Spec {
+        Spec {
+            sp: true,
+            iterations,
+            items,
+            iters,
+            seed,
+        }
+    }
+}
+
 const LOCAL: usize = 64;
 
-pub const SOURCE: &str = r#"
-uint mix(uint x, uint n) {
-    for (uint i = 0; i < n; i++) {
-        x = x * 1664525u + 1013904223u;
-        x ^= x >> 13;
-    }
-    return x;
-}
+/// The two kernels, after `managed_common::MIX_CL` (the integer mix, host twin `mix`).
+const KERNELS: &str = r#"
 __kernel void fill(__global uint* out, uint seed, uint iters) {
     size_t i = get_global_id(0);
     out[i] = mix((uint)i ^ seed, iters);
@@ -49,14 +57,6 @@ __kernel void geo(__global const uint* src, __global uint* out, uint seed, uint 
     out[g] = src[g] ^ mix(v ^ seed, iters) ^ ((uint)get_num_groups(0) << 20);
 }
 "#;
-
-fn mix(mut x: u32, n: u32) -> u32 {
-    for _ in 0..n {
-        x = x.wrapping_mul(1664525).wrapping_add(1013904223);
-        x ^= x >> 13;
-    }
-    x
-}
 
 fn die(what: &str, rc: cl_int) -> ! {
     eprintln!("soak worker: {what} failed with {rc}");
@@ -102,22 +102,9 @@ pub fn platform(sp: bool) -> cl_platform_id {
 pub fn env(sp: bool) -> Env {
     say("phase=platform");
     let p = platform(sp);
-    let device = common::device(p);
     say("phase=context");
-    let props = [CL_CONTEXT_PLATFORM as cl_context_properties, p as _, 0];
+    let (device, context) = common::context(p);
     let mut err = 0;
-    // SAFETY: valid property list and device.
-    let context = unsafe {
-        clCreateContext(
-            props.as_ptr(),
-            1,
-            &device,
-            None,
-            std::ptr::null_mut(),
-            &mut err,
-        )
-    };
-    check("clCreateContext", err);
     // The queue registers with the arbiter (and may create the segment).
     say("phase=queue");
     // SAFETY: valid context and device, default properties.
@@ -143,7 +130,7 @@ pub struct Kernels {
 
 pub fn build(env: &Env, items: usize) -> Kernels {
     say("phase=build");
-    let c = CString::new(SOURCE).unwrap();
+    let c = CString::new(format!("{MIX_CL}{KERNELS}")).unwrap();
     let ptr = c.as_ptr();
     let mut err = 0;
     // SAFETY: one NUL-terminated source string.
@@ -220,47 +207,13 @@ fn launch(env: &Env, k: cl_kernel, items: usize) {
     check("clEnqueueNDRangeKernel", rc);
 }
 
-fn transfer(env: &Env, m: cl_mem, data: *mut c_void, bytes: usize, write: bool) {
-    // SAFETY: blocking transfer from/to a live host buffer of `bytes`.
-    let rc = unsafe {
-        if write {
-            clEnqueueWriteBuffer(
-                env.queue,
-                m,
-                CL_TRUE,
-                0,
-                bytes,
-                data,
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            )
-        } else {
-            clEnqueueReadBuffer(
-                env.queue,
-                m,
-                CL_TRUE,
-                0,
-                bytes,
-                data,
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-            )
-        }
-    };
-    check(if write { "write" } else { "read" }, rc);
-}
-
 /// One iteration: host data in, both kernels, results out, checked exactly. `Err` names
 /// the first wrong value.
 pub fn iteration(env: &Env, k: &Kernels, spec: &Spec, round: u64) -> Result<(), String> {
     let n = spec.items;
     let seed = spec.seed ^ (round as u32).wrapping_mul(0x9e37_79b9);
-    let mut src: Vec<u32> = (0..n as u32)
-        .map(|i| mix(i ^ seed ^ 0x5555, 1))
-        .collect();
-    transfer(env, k.src, src.as_mut_ptr() as _, n * 4, true);
+    let src: Vec<u32> = (0..n as u32).map(|i| mix(i ^ seed ^ 0x5555, 1)).collect();
+    env.write(k.src, &src);
     arg(k.fill, 0, &k.out);
     arg(k.fill, 1, &seed);
     arg(k.fill, 2, &spec.iters);
@@ -270,10 +223,8 @@ pub fn iteration(env: &Env, k: &Kernels, spec: &Spec, round: u64) -> Result<(), 
     arg(k.geo, 2, &seed);
     arg(k.geo, 3, &spec.iters);
     launch(env, k.geo, n);
-    let mut a = vec![0u32; n];
-    let mut b = vec![0u32; n];
-    transfer(env, k.out, a.as_mut_ptr() as _, n * 4, false);
-    transfer(env, k.out2, b.as_mut_ptr() as _, n * 4, false);
+    let a: Vec<u32> = env.read(k.out, n);
+    let b: Vec<u32> = env.read(k.out2, n);
     let groups = (n / LOCAL) as u32;
     for i in 0..n {
         let want = mix(i as u32 ^ seed, spec.iters);
