@@ -10,14 +10,12 @@
 //! The parent never touches OpenCL: it runs this binary again in child roles
 //! (`SOFTPREEMPT_SOAK_ROLE`), each a real application process.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
-#[path = "../tests/managed_common/mod.rs"]
-mod managed_common;
 #[path = "soak/badapi.rs"]
 mod badapi;
 #[path = "soak/badconfig.rs"]
 mod badconfig;
+#[path = "../tests/common/mod.rs"]
+mod common;
 #[path = "soak/fork.rs"]
 mod fork;
 #[path = "soak/hostile.rs"]
@@ -26,6 +24,8 @@ mod hostile;
 mod kill;
 #[path = "soak/load.rs"]
 mod load;
+#[path = "../tests/managed_common/mod.rs"]
+mod managed_common;
 #[path = "soak/procs.rs"]
 mod procs;
 #[path = "soak/worker.rs"]
@@ -104,7 +104,7 @@ impl Outcome {
 pub struct Rng(u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -114,7 +114,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            self.next() % n
+            self.next_u64() % n
         }
     }
 }
@@ -204,7 +204,10 @@ fn main() {
             .unwrap_or(1)
             | 1
     });
-    eprintln!("soak: seed {seed}{}", if opts.smoke { " (smoke)" } else { "" });
+    eprintln!(
+        "soak: seed {seed}{}",
+        if opts.smoke { " (smoke)" } else { "" }
+    );
     let mut rng = Rng(seed);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target/soak")
@@ -433,11 +436,7 @@ fn write_doc(path: &Path, section: &str) -> std::io::Result<()> {
     const END: &str = "<!-- soak:end -->";
     let old = std::fs::read_to_string(path).unwrap_or_default();
     let new = match (old.find(BEGIN), old.find(END)) {
-        (Some(b), Some(e)) if b < e => format!(
-            "{}{BEGIN}\n{section}{}",
-            &old[..b],
-            &old[e..]
-        ),
+        (Some(b), Some(e)) if b < e => format!("{}{BEGIN}\n{section}{}", &old[..b], &old[e..]),
         _ => format!("{old}\n{BEGIN}\n{section}{END}\n"),
     };
     std::fs::write(path, new)

@@ -590,7 +590,16 @@ fn map_with_invalid_flags_is_refused() {
     }
     // SAFETY: the same check on SVM maps (no SVM pointer is ever dereferenced).
     let rc = unsafe {
-        clEnqueueSVMMap(env.queue, CL_TRUE, 0xff00, null_mut(), 64, 0, null(), null_mut())
+        clEnqueueSVMMap(
+            env.queue,
+            CL_TRUE,
+            0xff00,
+            null_mut(),
+            64,
+            0,
+            null(),
+            null_mut(),
+        )
     };
     assert_eq!(rc, CL_INVALID_VALUE);
     release_mem(m);

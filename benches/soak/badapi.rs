@@ -77,9 +77,8 @@ fn setup(sp: bool) -> Objs {
         clReleaseCommandQueue(released_queue);
         // The dispatch table is the first word of every ICD object.
         let dispatch = *(ctx as *const *mut c_void);
-        let fake: &'static mut [*mut c_void; 8] = Box::leak(Box::new(
-            [0x5a5a_5a5a_5a5a_5a5ausize as *mut c_void; 8],
-        ));
+        let fake: &'static mut [*mut c_void; 8] =
+            Box::leak(Box::new([0x5a5a_5a5a_5a5a_5a5ausize as *mut c_void; 8]));
         fake[0] = dispatch;
         let junk: &'static mut [u64; 8] = Box::leak(Box::new([0x4141_4141_4141_4141; 8]));
         Objs {
@@ -123,7 +122,13 @@ fn read_waits(
     unsafe { clEnqueueReadBuffer(q, m, CL_TRUE, 0, size, ptr, n, waits, null_mut()) }
 }
 
-fn ndrange(q: cl_command_queue, k: cl_kernel, dim: cl_uint, g: *const usize, l: *const usize) -> cl_int {
+fn ndrange(
+    q: cl_command_queue,
+    k: cl_kernel,
+    dim: cl_uint,
+    g: *const usize,
+    l: *const usize,
+) -> cl_int {
     // SAFETY: deliberately bad input; the callee must check it.
     unsafe { clEnqueueNDRangeKernel(q, k, dim, null(), g, l, 0, null(), null_mut()) }
 }
@@ -142,115 +147,655 @@ extern "C" fn callback(_: cl_event, _: cl_int, _: *mut c_void) {}
 fn cases() -> Vec<Case> {
     macro_rules! case {
         ($name:literal, |$o:ident| $body:expr) => {
-            ($name, Box::new(move |$o: &Objs| -> cl_int {
-                // SAFETY: deliberately bad input in a forked child; a crash is the result.
-                #[allow(unused_unsafe)]
-                unsafe { $body }
-            }) as Box<dyn Fn(&Objs) -> cl_int>)
+            (
+                $name,
+                Box::new(move |$o: &Objs| -> cl_int {
+                    // SAFETY: deliberately bad input in a forked child; a crash is the result.
+                    #[allow(unused_unsafe)]
+                    unsafe {
+                        $body
+                    }
+                }) as Box<dyn Fn(&Objs) -> cl_int>,
+            )
         };
     }
     let big = usize::MAX / 2;
     let mut v: Vec<Case> = vec![
-        case!("platform-info-bad-enum", |o| clGetPlatformInfo(o.platform, 0x7fff, 0, null_mut(), null_mut())),
-        case!("device-ids-bad-type", |o| clGetDeviceIDs(o.platform, 0, 1, &mut null_mut(), null_mut())),
-        case!("device-ids-zero-null", |o| clGetDeviceIDs(o.platform, CL_DEVICE_TYPE_ALL, 0, null_mut(), null_mut())),
-        case!("device-info-bad-enum", |o| clGetDeviceInfo(o.device, 0x7fff, 0, null_mut(), null_mut())),
-        case!("device-info-small-size", |o| clGetDeviceInfo(o.device, CL_DEVICE_NAME, 1, host(), null_mut())),
-        case!("device-info-null-with-size", |o| clGetDeviceInfo(o.device, CL_DEVICE_NAME, 64, null_mut(), null_mut())),
-        case!("device-info-fake", |o| clGetDeviceInfo(o.fake as _, CL_DEVICE_NAME, 0, null_mut(), null_mut())),
-        case!("device-info-wrong-kind", |o| clGetDeviceInfo(o.context as _, CL_DEVICE_NAME, 0, null_mut(), null_mut())),
-        case!("context-no-devices", |_o| err_of(|e| clCreateContext(null(), 0, null(), None, null_mut(), e))),
-        case!("context-null-device", |_o| { let d: cl_device_id = null_mut(); err_of(|e| clCreateContext(null(), 1, &d, None, null_mut(), e)) }),
-        case!("context-fake-device", |o| { let d = o.fake as cl_device_id; let p = [CL_CONTEXT_PLATFORM as isize, o.platform as isize, 0]; err_of(|e| clCreateContext(p.as_ptr(), 1, &d, None, null_mut(), e)) }),
-        case!("context-bad-property", |o| { let p = [0x7777isize, 1, 0]; err_of(|e| clCreateContext(p.as_ptr(), 1, &o.device, None, null_mut(), e)) }),
-        case!("context-from-bad-type", |o| { let p = [CL_CONTEXT_PLATFORM as isize, o.platform as isize, 0]; err_of(|e| clCreateContextFromType(p.as_ptr(), 0, None, null_mut(), e)) }),
-        case!("context-info-wrong-kind", |o| clGetContextInfo(o.queue as _, CL_CONTEXT_NUM_DEVICES, 0, null_mut(), null_mut())),
-        case!("context-info-fake", |o| clGetContextInfo(o.fake as _, CL_CONTEXT_NUM_DEVICES, 0, null_mut(), null_mut())),
-        case!("queue-bad-property", |o| { let p = [0x7777u64, 1, 0]; err_of(|e| clCreateCommandQueueWithProperties(o.context, o.device, p.as_ptr(), e)) }),
-        case!("queue-bad-properties-bits", |o| { let p = [CL_QUEUE_PROPERTIES as u64, 0xff00, 0]; err_of(|e| clCreateCommandQueueWithProperties(o.context, o.device, p.as_ptr(), e)) }),
-        case!("queue-fake-device", |o| err_of(|e| clCreateCommandQueueWithProperties(o.context, o.fake as _, null(), e))),
-        case!("queue-null-context", |o| err_of(|e| clCreateCommandQueueWithProperties(null_mut(), o.device, null(), e))),
+        case!("platform-info-bad-enum", |o| clGetPlatformInfo(
+            o.platform,
+            0x7fff,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("device-ids-bad-type", |o| clGetDeviceIDs(
+            o.platform,
+            0,
+            1,
+            &mut null_mut(),
+            null_mut()
+        )),
+        case!("device-ids-zero-null", |o| clGetDeviceIDs(
+            o.platform,
+            CL_DEVICE_TYPE_ALL,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("device-info-bad-enum", |o| clGetDeviceInfo(
+            o.device,
+            0x7fff,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("device-info-small-size", |o| clGetDeviceInfo(
+            o.device,
+            CL_DEVICE_NAME,
+            1,
+            host(),
+            null_mut()
+        )),
+        case!("device-info-null-with-size", |o| clGetDeviceInfo(
+            o.device,
+            CL_DEVICE_NAME,
+            64,
+            null_mut(),
+            null_mut()
+        )),
+        case!("device-info-fake", |o| clGetDeviceInfo(
+            o.fake as _,
+            CL_DEVICE_NAME,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("device-info-wrong-kind", |o| clGetDeviceInfo(
+            o.context as _,
+            CL_DEVICE_NAME,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("context-no-devices", |_o| err_of(|e| clCreateContext(
+            null(),
+            0,
+            null(),
+            None,
+            null_mut(),
+            e
+        ))),
+        case!("context-null-device", |_o| {
+            let d: cl_device_id = null_mut();
+            err_of(|e| clCreateContext(null(), 1, &d, None, null_mut(), e))
+        }),
+        case!("context-fake-device", |o| {
+            let d = o.fake as cl_device_id;
+            let p = [CL_CONTEXT_PLATFORM, o.platform as isize, 0];
+            err_of(|e| clCreateContext(p.as_ptr(), 1, &d, None, null_mut(), e))
+        }),
+        case!("context-bad-property", |o| {
+            let p = [0x7777isize, 1, 0];
+            err_of(|e| clCreateContext(p.as_ptr(), 1, &o.device, None, null_mut(), e))
+        }),
+        case!("context-from-bad-type", |o| {
+            let p = [CL_CONTEXT_PLATFORM, o.platform as isize, 0];
+            err_of(|e| clCreateContextFromType(p.as_ptr(), 0, None, null_mut(), e))
+        }),
+        case!("context-info-wrong-kind", |o| clGetContextInfo(
+            o.queue as _,
+            CL_CONTEXT_NUM_DEVICES,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("context-info-fake", |o| clGetContextInfo(
+            o.fake as _,
+            CL_CONTEXT_NUM_DEVICES,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("queue-bad-property", |o| {
+            let p = [0x7777u64, 1, 0];
+            err_of(|e| clCreateCommandQueueWithProperties(o.context, o.device, p.as_ptr(), e))
+        }),
+        case!("queue-bad-properties-bits", |o| {
+            let p = [CL_QUEUE_PROPERTIES as u64, 0xff00, 0];
+            err_of(|e| clCreateCommandQueueWithProperties(o.context, o.device, p.as_ptr(), e))
+        }),
+        case!("queue-fake-device", |o| err_of(|e| {
+            clCreateCommandQueueWithProperties(o.context, o.fake as _, null(), e)
+        })),
+        case!("queue-null-context", |o| err_of(|e| {
+            clCreateCommandQueueWithProperties(null_mut(), o.device, null(), e)
+        })),
         case!("finish-released-queue", |o| clFinish(o.released_queue)),
         case!("finish-wrong-kind", |o| clFinish(o.buffer as _)),
         case!("finish-fake", |o| clFinish(o.fake as _)),
         case!("finish-null", |_o| clFinish(null_mut())),
         case!("flush-fake", |o| clFlush(o.fake as _)),
-        case!("buffer-size-zero", |o| err_of(|e| clCreateBuffer(o.context, CL_MEM_READ_WRITE, 0, null_mut(), e))),
-        case!("buffer-size-huge", |o| err_of(|e| clCreateBuffer(o.context, CL_MEM_READ_WRITE, usize::MAX, null_mut(), e))),
-        case!("buffer-bad-flags", |o| err_of(|e| clCreateBuffer(o.context, 0xffff_0000, 64, null_mut(), e))),
-        case!("buffer-use-host-null", |o| err_of(|e| clCreateBuffer(o.context, CL_MEM_USE_HOST_PTR, 64, null_mut(), e))),
-        case!("buffer-host-ptr-no-flag", |o| err_of(|e| clCreateBuffer(o.context, CL_MEM_READ_WRITE, 64, host(), e))),
-        case!("buffer-fake-context", |o| err_of(|e| clCreateBuffer(o.fake as _, CL_MEM_READ_WRITE, 64, null_mut(), e))),
-        case!("sub-buffer-bad-type", |o| { let r = cl_buffer_region { origin: 0, size: 64 }; err_of(|e| clCreateSubBuffer(o.buffer, CL_MEM_READ_WRITE, 0x9999, &r as *const _ as _, e)) }),
-        case!("sub-buffer-out-of-range", |o| { let r = cl_buffer_region { origin: 4096, size: 64 }; err_of(|e| clCreateSubBuffer(o.buffer, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r as *const _ as _, e)) }),
-        case!("sub-buffer-null-info", |o| err_of(|e| clCreateSubBuffer(o.buffer, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, null(), e))),
-        case!("mem-info-wrong-kind", |o| clGetMemObjectInfo(o.kernel as _, CL_MEM_SIZE, 0, null_mut(), null_mut())),
-        case!("mem-info-fake", |o| clGetMemObjectInfo(o.fake as _, CL_MEM_SIZE, 0, null_mut(), null_mut())),
-        case!("release-released-buffer", |o| clReleaseMemObject(o.released_buffer)),
-        case!("read-null-ptr", |o| read(o, o.queue, o.buffer, 64, null_mut())),
-        case!("read-huge-size", |o| read(o, o.queue, o.buffer, big, host())),
-        case!("read-released-buffer", |o| read(o, o.queue, o.released_buffer, 64, host())),
-        case!("read-fake-buffer", |o| read(o, o.queue, o.fake as _, 64, host())),
-        case!("read-wrong-kind-buffer", |o| read(o, o.queue, o.kernel as _, 64, host())),
-        case!("read-null-queue", |o| read(o, null_mut(), o.buffer, 64, host())),
-        case!("waits-count-null-list", |o| read_waits(o, o.queue, o.buffer, 64, host(), 2, null())),
-        case!("waits-list-zero-count", |o| read_waits(o, o.queue, o.buffer, 64, host(), 0, &o.done_event)),
-        case!("waits-null-event", |o| { let w = [null_mut()]; read_waits(o, o.queue, o.buffer, 64, host(), 1, w.as_ptr()) }),
-        case!("waits-fake-event", |o| { let w = [o.fake as cl_event]; read_waits(o, o.queue, o.buffer, 64, host(), 1, w.as_ptr()) }),
-        case!("waits-wrong-kind", |o| { let w = [o.buffer as cl_event]; read_waits(o, o.queue, o.buffer, 64, host(), 1, w.as_ptr()) }),
-        case!("waits-released-event", |o| { let w = [o.released_event]; read_waits(o, o.queue, o.buffer, 64, host(), 1, w.as_ptr()) }),
-        case!("copy-overlap", |o| clEnqueueCopyBuffer(o.queue, o.buffer, o.buffer, 0, 32, 64, 0, null(), null_mut())),
-        case!("fill-null-pattern", |o| clEnqueueFillBuffer(o.queue, o.buffer, null(), 4, 0, 64, 0, null(), null_mut())),
-        case!("fill-pattern-size-3", |o| clEnqueueFillBuffer(o.queue, o.buffer, host(), 3, 0, 63, 0, null(), null_mut())),
-        case!("ndrange-dim-0", |o| ndrange(o.queue, o.kernel, 0, [64usize].as_ptr(), null())),
-        case!("ndrange-dim-4", |o| ndrange(o.queue, o.kernel, 4, [64usize; 4].as_ptr(), null())),
-        case!("ndrange-null-global", |o| ndrange(o.queue, o.kernel, 1, null(), null())),
-        case!("ndrange-args-unset", |o| ndrange(o.queue, o.kernel, 1, [64usize].as_ptr(), null())),
-        case!("ndrange-local-not-dividing", |o| { let m = o.buffer; clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _); clSetKernelArg(o.kernel, 1, 4, host()); ndrange(o.queue, o.kernel, 1, [100usize].as_ptr(), [64usize].as_ptr()) }),
-        case!("ndrange-local-huge", |o| { let m = o.buffer; clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _); clSetKernelArg(o.kernel, 1, 4, host()); ndrange(o.queue, o.kernel, 1, [1usize << 30].as_ptr(), [1usize << 30].as_ptr()) }),
-        case!("ndrange-released-kernel", |o| ndrange(o.queue, o.released_kernel, 1, [64usize].as_ptr(), null())),
-        case!("ndrange-fake-kernel", |o| ndrange(o.queue, o.fake as _, 1, [64usize].as_ptr(), null())),
-        case!("ndrange-wrong-kind-kernel", |o| ndrange(o.queue, o.program as _, 1, [64usize].as_ptr(), null())),
-        case!("map-huge", |o| err_of(|e| clEnqueueMapBuffer(o.queue, o.buffer, CL_TRUE, CL_MAP_READ, 0, big, 0, null(), null_mut(), e))),
-        case!("map-bad-flags", |o| err_of(|e| clEnqueueMapBuffer(o.queue, o.buffer, CL_TRUE, 0xff00, 0, 64, 0, null(), null_mut(), e))),
-        case!("unmap-bogus-pointer", |o| clEnqueueUnmapMemObject(o.queue, o.buffer, host(), 0, null(), null_mut())),
-        case!("program-source-count-0", |o| err_of(|e| clCreateProgramWithSource(o.context, 0, null(), null(), e))),
-        case!("program-source-null-string", |o| { let s: [*const i8; 1] = [null()]; err_of(|e| clCreateProgramWithSource(o.context, 1, s.as_ptr(), null(), e)) }),
-        case!("program-binary-null", |o| { let l = [0usize]; let b: [*const u8; 1] = [null()]; err_of(|e| clCreateProgramWithBinary(o.context, 1, &o.device, l.as_ptr(), b.as_ptr(), null_mut(), e)) }),
-        case!("program-binary-garbage", |o| { let g = [0x41u8; 100]; let l = [100usize]; let b = [g.as_ptr()]; err_of(|e| clCreateProgramWithBinary(o.context, 1, &o.device, l.as_ptr(), b.as_ptr(), null_mut(), e)) }),
-        case!("build-null-device-list", |o| clBuildProgram(o.program, 1, null(), null(), None, null_mut())),
-        case!("build-fake-program", |o| clBuildProgram(o.fake as _, 0, null(), null(), None, null_mut())),
-        case!("build-bad-options", |o| { let s = CString::new(KERNEL_SRC).unwrap(); let p = s.as_ptr(); let mut e = 0; let pr = clCreateProgramWithSource(o.context, 1, &p, null(), &mut e); let opt = CString::new("-no-such-option-xyz").unwrap(); clBuildProgram(pr, 0, null(), opt.as_ptr(), None, null_mut()) }),
-        case!("kernel-null-name", |o| err_of(|e| clCreateKernel(o.program, null(), e))),
-        case!("kernel-bad-name", |o| { let n = CString::new("nope").unwrap(); err_of(|e| clCreateKernel(o.program, n.as_ptr(), e)) }),
-        case!("kernel-wrong-kind-program", |o| { let n = CString::new("k").unwrap(); err_of(|e| clCreateKernel(o.kernel as _, n.as_ptr(), e)) }),
+        case!("buffer-size-zero", |o| err_of(|e| clCreateBuffer(
+            o.context,
+            CL_MEM_READ_WRITE,
+            0,
+            null_mut(),
+            e
+        ))),
+        case!("buffer-size-huge", |o| err_of(|e| clCreateBuffer(
+            o.context,
+            CL_MEM_READ_WRITE,
+            usize::MAX,
+            null_mut(),
+            e
+        ))),
+        case!("buffer-bad-flags", |o| err_of(|e| clCreateBuffer(
+            o.context,
+            0xffff_0000,
+            64,
+            null_mut(),
+            e
+        ))),
+        case!("buffer-use-host-null", |o| err_of(|e| clCreateBuffer(
+            o.context,
+            CL_MEM_USE_HOST_PTR,
+            64,
+            null_mut(),
+            e
+        ))),
+        case!("buffer-host-ptr-no-flag", |o| err_of(|e| clCreateBuffer(
+            o.context,
+            CL_MEM_READ_WRITE,
+            64,
+            host(),
+            e
+        ))),
+        case!("buffer-fake-context", |o| err_of(|e| clCreateBuffer(
+            o.fake as _,
+            CL_MEM_READ_WRITE,
+            64,
+            null_mut(),
+            e
+        ))),
+        case!("sub-buffer-bad-type", |o| {
+            let r = cl_buffer_region {
+                origin: 0,
+                size: 64,
+            };
+            err_of(|e| {
+                clCreateSubBuffer(o.buffer, CL_MEM_READ_WRITE, 0x9999, &r as *const _ as _, e)
+            })
+        }),
+        case!("sub-buffer-out-of-range", |o| {
+            let r = cl_buffer_region {
+                origin: 4096,
+                size: 64,
+            };
+            err_of(|e| {
+                clCreateSubBuffer(
+                    o.buffer,
+                    CL_MEM_READ_WRITE,
+                    CL_BUFFER_CREATE_TYPE_REGION,
+                    &r as *const _ as _,
+                    e,
+                )
+            })
+        }),
+        case!("sub-buffer-null-info", |o| err_of(|e| clCreateSubBuffer(
+            o.buffer,
+            CL_MEM_READ_WRITE,
+            CL_BUFFER_CREATE_TYPE_REGION,
+            null(),
+            e
+        ))),
+        case!("mem-info-wrong-kind", |o| clGetMemObjectInfo(
+            o.kernel as _,
+            CL_MEM_SIZE,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("mem-info-fake", |o| clGetMemObjectInfo(
+            o.fake as _,
+            CL_MEM_SIZE,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("release-released-buffer", |o| clReleaseMemObject(
+            o.released_buffer
+        )),
+        case!("read-null-ptr", |o| read(
+            o,
+            o.queue,
+            o.buffer,
+            64,
+            null_mut()
+        )),
+        case!("read-huge-size", |o| read(
+            o,
+            o.queue,
+            o.buffer,
+            big,
+            host()
+        )),
+        case!("read-released-buffer", |o| read(
+            o,
+            o.queue,
+            o.released_buffer,
+            64,
+            host()
+        )),
+        case!("read-fake-buffer", |o| read(
+            o,
+            o.queue,
+            o.fake as _,
+            64,
+            host()
+        )),
+        case!("read-wrong-kind-buffer", |o| read(
+            o,
+            o.queue,
+            o.kernel as _,
+            64,
+            host()
+        )),
+        case!("read-null-queue", |o| read(
+            o,
+            null_mut(),
+            o.buffer,
+            64,
+            host()
+        )),
+        case!("waits-count-null-list", |o| read_waits(
+            o,
+            o.queue,
+            o.buffer,
+            64,
+            host(),
+            2,
+            null()
+        )),
+        case!("waits-list-zero-count", |o| read_waits(
+            o,
+            o.queue,
+            o.buffer,
+            64,
+            host(),
+            0,
+            &o.done_event
+        )),
+        case!("waits-null-event", |o| {
+            let w = [null_mut()];
+            read_waits(o, o.queue, o.buffer, 64, host(), 1, w.as_ptr())
+        }),
+        case!("waits-fake-event", |o| {
+            let w = [o.fake as cl_event];
+            read_waits(o, o.queue, o.buffer, 64, host(), 1, w.as_ptr())
+        }),
+        case!("waits-wrong-kind", |o| {
+            let w = [o.buffer as cl_event];
+            read_waits(o, o.queue, o.buffer, 64, host(), 1, w.as_ptr())
+        }),
+        case!("waits-released-event", |o| {
+            let w = [o.released_event];
+            read_waits(o, o.queue, o.buffer, 64, host(), 1, w.as_ptr())
+        }),
+        case!("copy-overlap", |o| clEnqueueCopyBuffer(
+            o.queue,
+            o.buffer,
+            o.buffer,
+            0,
+            32,
+            64,
+            0,
+            null(),
+            null_mut()
+        )),
+        case!("fill-null-pattern", |o| clEnqueueFillBuffer(
+            o.queue,
+            o.buffer,
+            null(),
+            4,
+            0,
+            64,
+            0,
+            null(),
+            null_mut()
+        )),
+        case!("fill-pattern-size-3", |o| clEnqueueFillBuffer(
+            o.queue,
+            o.buffer,
+            host(),
+            3,
+            0,
+            63,
+            0,
+            null(),
+            null_mut()
+        )),
+        case!("ndrange-dim-0", |o| ndrange(
+            o.queue,
+            o.kernel,
+            0,
+            [64usize].as_ptr(),
+            null()
+        )),
+        case!("ndrange-dim-4", |o| ndrange(
+            o.queue,
+            o.kernel,
+            4,
+            [64usize; 4].as_ptr(),
+            null()
+        )),
+        case!("ndrange-null-global", |o| ndrange(
+            o.queue,
+            o.kernel,
+            1,
+            null(),
+            null()
+        )),
+        case!("ndrange-args-unset", |o| ndrange(
+            o.queue,
+            o.kernel,
+            1,
+            [64usize].as_ptr(),
+            null()
+        )),
+        case!("ndrange-local-not-dividing", |o| {
+            let m = o.buffer;
+            clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _);
+            clSetKernelArg(o.kernel, 1, 4, host());
+            ndrange(
+                o.queue,
+                o.kernel,
+                1,
+                [100usize].as_ptr(),
+                [64usize].as_ptr(),
+            )
+        }),
+        case!("ndrange-local-huge", |o| {
+            let m = o.buffer;
+            clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _);
+            clSetKernelArg(o.kernel, 1, 4, host());
+            ndrange(
+                o.queue,
+                o.kernel,
+                1,
+                [1usize << 30].as_ptr(),
+                [1usize << 30].as_ptr(),
+            )
+        }),
+        case!("ndrange-released-kernel", |o| ndrange(
+            o.queue,
+            o.released_kernel,
+            1,
+            [64usize].as_ptr(),
+            null()
+        )),
+        case!("ndrange-fake-kernel", |o| ndrange(
+            o.queue,
+            o.fake as _,
+            1,
+            [64usize].as_ptr(),
+            null()
+        )),
+        case!("ndrange-wrong-kind-kernel", |o| ndrange(
+            o.queue,
+            o.program as _,
+            1,
+            [64usize].as_ptr(),
+            null()
+        )),
+        case!("map-huge", |o| err_of(|e| clEnqueueMapBuffer(
+            o.queue,
+            o.buffer,
+            CL_TRUE,
+            CL_MAP_READ,
+            0,
+            big,
+            0,
+            null(),
+            null_mut(),
+            e
+        ))),
+        case!("map-bad-flags", |o| err_of(|e| clEnqueueMapBuffer(
+            o.queue,
+            o.buffer,
+            CL_TRUE,
+            0xff00,
+            0,
+            64,
+            0,
+            null(),
+            null_mut(),
+            e
+        ))),
+        case!("unmap-bogus-pointer", |o| clEnqueueUnmapMemObject(
+            o.queue,
+            o.buffer,
+            host(),
+            0,
+            null(),
+            null_mut()
+        )),
+        case!("program-source-count-0", |o| err_of(|e| {
+            clCreateProgramWithSource(o.context, 0, null(), null(), e)
+        })),
+        case!("program-source-null-string", |o| {
+            let s: [*const i8; 1] = [null()];
+            err_of(|e| clCreateProgramWithSource(o.context, 1, s.as_ptr(), null(), e))
+        }),
+        case!("program-binary-null", |o| {
+            let l = [0usize];
+            let b: [*const u8; 1] = [null()];
+            err_of(|e| {
+                clCreateProgramWithBinary(
+                    o.context,
+                    1,
+                    &o.device,
+                    l.as_ptr(),
+                    b.as_ptr(),
+                    null_mut(),
+                    e,
+                )
+            })
+        }),
+        case!("program-binary-garbage", |o| {
+            let g = [0x41u8; 100];
+            let l = [100usize];
+            let b = [g.as_ptr()];
+            err_of(|e| {
+                clCreateProgramWithBinary(
+                    o.context,
+                    1,
+                    &o.device,
+                    l.as_ptr(),
+                    b.as_ptr(),
+                    null_mut(),
+                    e,
+                )
+            })
+        }),
+        case!("build-null-device-list", |o| clBuildProgram(
+            o.program,
+            1,
+            null(),
+            null(),
+            None,
+            null_mut()
+        )),
+        case!("build-fake-program", |o| clBuildProgram(
+            o.fake as _,
+            0,
+            null(),
+            null(),
+            None,
+            null_mut()
+        )),
+        case!("build-bad-options", |o| {
+            let s = CString::new(KERNEL_SRC).unwrap();
+            let p = s.as_ptr();
+            let mut e = 0;
+            let pr = clCreateProgramWithSource(o.context, 1, &p, null(), &mut e);
+            let opt = CString::new("-no-such-option-xyz").unwrap();
+            clBuildProgram(pr, 0, null(), opt.as_ptr(), None, null_mut())
+        }),
+        case!("kernel-null-name", |o| err_of(|e| clCreateKernel(
+            o.program,
+            null(),
+            e
+        ))),
+        case!("kernel-bad-name", |o| {
+            let n = CString::new("nope").unwrap();
+            err_of(|e| clCreateKernel(o.program, n.as_ptr(), e))
+        }),
+        case!("kernel-wrong-kind-program", |o| {
+            let n = CString::new("k").unwrap();
+            err_of(|e| clCreateKernel(o.kernel as _, n.as_ptr(), e))
+        }),
         case!("arg-bad-index", |o| clSetKernelArg(o.kernel, 99, 4, host())),
-        case!("arg-mem-wrong-size", |o| clSetKernelArg(o.kernel, 0, 4, host())),
-        case!("arg-mem-fake", |o| { let m = o.fake; clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _) }),
-        case!("arg-mem-wrong-kind", |o| { let m = o.queue; clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _) }),
-        case!("arg-mem-released", |o| { let m = o.released_buffer; clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _) }),
-        case!("arg-scalar-null-value", |o| clSetKernelArg(o.kernel, 1, 4, null())),
-        case!("arg-scalar-huge-size", |o| clSetKernelArg(o.kernel, 1, big, host())),
-        case!("kernel-info-bad-enum", |o| clGetKernelInfo(o.kernel, 0x7fff, 0, null_mut(), null_mut())),
-        case!("kernel-wg-info-fake-device", |o| clGetKernelWorkGroupInfo(o.kernel, o.fake as _, CL_KERNEL_WORK_GROUP_SIZE, 0, null_mut(), null_mut())),
-        case!("retain-kernel-wrong-kind", |o| clRetainKernel(o.program as _)),
+        case!("arg-mem-wrong-size", |o| clSetKernelArg(
+            o.kernel,
+            0,
+            4,
+            host()
+        )),
+        case!("arg-mem-fake", |o| {
+            let m = o.fake;
+            clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _)
+        }),
+        case!("arg-mem-wrong-kind", |o| {
+            let m = o.queue;
+            clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _)
+        }),
+        case!("arg-mem-released", |o| {
+            let m = o.released_buffer;
+            clSetKernelArg(o.kernel, 0, 8, &m as *const _ as _)
+        }),
+        case!("arg-scalar-null-value", |o| clSetKernelArg(
+            o.kernel,
+            1,
+            4,
+            null()
+        )),
+        case!("arg-scalar-huge-size", |o| clSetKernelArg(
+            o.kernel,
+            1,
+            big,
+            host()
+        )),
+        case!("kernel-info-bad-enum", |o| clGetKernelInfo(
+            o.kernel,
+            0x7fff,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("kernel-wg-info-fake-device", |o| clGetKernelWorkGroupInfo(
+            o.kernel,
+            o.fake as _,
+            CL_KERNEL_WORK_GROUP_SIZE,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("retain-kernel-wrong-kind", |o| clRetainKernel(
+            o.program as _
+        )),
         case!("wait-count-0", |_o| clWaitForEvents(0, null())),
-        case!("wait-null-event", |_o| { let w = [null_mut()]; clWaitForEvents(1, w.as_ptr()) }),
-        case!("wait-fake-event", |o| { let w = [o.fake as cl_event]; clWaitForEvents(1, w.as_ptr()) }),
-        case!("wait-released-event", |o| { let w = [o.released_event]; clWaitForEvents(1, w.as_ptr()) }),
-        case!("user-event-bad-status", |o| clSetUserEventStatus(o.user_event, 5)),
-        case!("user-event-not-user", |o| clSetUserEventStatus(o.done_event, CL_COMPLETE)),
-        case!("profiling-user-event", |o| { let mut t = 0u64; clGetEventProfilingInfo(o.user_event, CL_PROFILING_COMMAND_END, 8, &mut t as *mut u64 as _, null_mut()) }),
-        case!("callback-bad-type", |o| clSetEventCallback(o.user_event, 99, Some(callback), null_mut())),
-        case!("callback-null", |o| clSetEventCallback(o.user_event, CL_COMPLETE, None, null_mut())),
-        case!("event-info-wrong-kind", |o| clGetEventInfo(o.buffer as _, CL_EVENT_COMMAND_TYPE, 0, null_mut(), null_mut())),
-        case!("release-released-event", |o| clReleaseEvent(o.released_event)),
-        case!("sampler-bad-property", |o| { let p = [0x7777u64, 1, 0]; err_of(|e| clCreateSamplerWithProperties(o.context, p.as_ptr(), e)) }),
-        case!("image-null-format", |o| { let d: cl_image_desc = std::mem::zeroed(); err_of(|e| clCreateImage(o.context, CL_MEM_READ_WRITE, null(), &d, null_mut(), e)) }),
-        case!("image-null-desc", |o| { let f = cl_image_format { image_channel_order: CL_RGBA, image_channel_data_type: CL_UNORM_INT8 }; err_of(|e| clCreateImage(o.context, CL_MEM_READ_WRITE, &f, null(), null_mut(), e)) }),
-        case!("image-huge", |o| { let f = cl_image_format { image_channel_order: CL_RGBA, image_channel_data_type: CL_UNORM_INT8 }; let mut d: cl_image_desc = std::mem::zeroed(); d.image_type = CL_MEM_OBJECT_IMAGE2D; d.image_width = 1 << 40; d.image_height = 1 << 40; err_of(|e| clCreateImage(o.context, CL_MEM_READ_WRITE, &f, &d, null_mut(), e)) }),
-        case!("image-bad-type", |o| { let f = cl_image_format { image_channel_order: CL_RGBA, image_channel_data_type: CL_UNORM_INT8 }; let mut d: cl_image_desc = std::mem::zeroed(); d.image_type = 0x7777; d.image_width = 4; err_of(|e| clCreateImage(o.context, CL_MEM_READ_WRITE, &f, &d, null_mut(), e)) }),
-        case!("svm-free-bogus", |o| { clSVMFree(o.context, host()); 0 }),
+        case!("wait-null-event", |_o| {
+            let w = [null_mut()];
+            clWaitForEvents(1, w.as_ptr())
+        }),
+        case!("wait-fake-event", |o| {
+            let w = [o.fake as cl_event];
+            clWaitForEvents(1, w.as_ptr())
+        }),
+        case!("wait-released-event", |o| {
+            let w = [o.released_event];
+            clWaitForEvents(1, w.as_ptr())
+        }),
+        case!("user-event-bad-status", |o| clSetUserEventStatus(
+            o.user_event,
+            5
+        )),
+        case!("user-event-not-user", |o| clSetUserEventStatus(
+            o.done_event,
+            CL_COMPLETE
+        )),
+        case!("profiling-user-event", |o| {
+            let mut t = 0u64;
+            clGetEventProfilingInfo(
+                o.user_event,
+                CL_PROFILING_COMMAND_END,
+                8,
+                &mut t as *mut u64 as _,
+                null_mut(),
+            )
+        }),
+        case!("callback-bad-type", |o| clSetEventCallback(
+            o.user_event,
+            99,
+            Some(callback),
+            null_mut()
+        )),
+        case!("callback-null", |o| clSetEventCallback(
+            o.user_event,
+            CL_COMPLETE,
+            None,
+            null_mut()
+        )),
+        case!("event-info-wrong-kind", |o| clGetEventInfo(
+            o.buffer as _,
+            CL_EVENT_COMMAND_TYPE,
+            0,
+            null_mut(),
+            null_mut()
+        )),
+        case!("release-released-event", |o| clReleaseEvent(
+            o.released_event
+        )),
+        case!("sampler-bad-property", |o| {
+            let p = [0x7777u64, 1, 0];
+            err_of(|e| clCreateSamplerWithProperties(o.context, p.as_ptr(), e))
+        }),
+        case!("image-null-format", |o| {
+            let d: cl_image_desc = std::mem::zeroed();
+            err_of(|e| clCreateImage(o.context, CL_MEM_READ_WRITE, null(), &d, null_mut(), e))
+        }),
+        case!("image-null-desc", |o| {
+            let f = cl_image_format {
+                image_channel_order: CL_RGBA,
+                image_channel_data_type: CL_UNORM_INT8,
+            };
+            err_of(|e| clCreateImage(o.context, CL_MEM_READ_WRITE, &f, null(), null_mut(), e))
+        }),
+        case!("image-huge", |o| {
+            let f = cl_image_format {
+                image_channel_order: CL_RGBA,
+                image_channel_data_type: CL_UNORM_INT8,
+            };
+            let mut d: cl_image_desc = std::mem::zeroed();
+            d.image_type = CL_MEM_OBJECT_IMAGE2D;
+            d.image_width = 1 << 40;
+            d.image_height = 1 << 40;
+            err_of(|e| clCreateImage(o.context, CL_MEM_READ_WRITE, &f, &d, null_mut(), e))
+        }),
+        case!("image-bad-type", |o| {
+            let f = cl_image_format {
+                image_channel_order: CL_RGBA,
+                image_channel_data_type: CL_UNORM_INT8,
+            };
+            let mut d: cl_image_desc = std::mem::zeroed();
+            d.image_type = 0x7777;
+            d.image_width = 4;
+            err_of(|e| clCreateImage(o.context, CL_MEM_READ_WRITE, &f, &d, null_mut(), e))
+        }),
+        case!("svm-free-bogus", |o| {
+            clSVMFree(o.context, host());
+            0
+        }),
         case!("loader-junk-handle-finish", |o| clFinish(o.junk as _)),
     ];
     v.shrink_to_fit();

@@ -11,14 +11,29 @@ use std::process::Command;
 use std::time::Duration;
 
 const CASES: [(&str, &str); 9] = [
-    ("malformed TOML", "version = 1\n[sched\nslice = \"always\"\n"),
+    (
+        "malformed TOML",
+        "version = 1\n[sched\nslice = \"always\"\n",
+    ),
     ("unterminated string", "version = 1\nlog = \"error\n"),
-    ("huge integer", "version = 1\n[sched]\ntarget_slice_us = 99999999999999999999999\n"),
-    ("negative value", "version = 1\n[sched]\nmax_inflight = -1\n"),
-    ("out of range", "version = 1\n[sched]\ntarget_slice_us = 1\n"),
+    (
+        "huge integer",
+        "version = 1\n[sched]\ntarget_slice_us = 99999999999999999999999\n",
+    ),
+    (
+        "negative value",
+        "version = 1\n[sched]\nmax_inflight = -1\n",
+    ),
+    (
+        "out of range",
+        "version = 1\n[sched]\ntarget_slice_us = 1\n",
+    ),
     ("wrong type", "version = 1\n[sched]\nslice = 3\n"),
     ("unknown key", "version = 1\nno_such_key = true\n"),
-    ("unknown table key", "version = 1\n[sched]\nslcie = \"always\"\n"),
+    (
+        "unknown table key",
+        "version = 1\n[sched]\nslcie = \"always\"\n",
+    ),
     ("future version", "version = 99\n"),
 ];
 
@@ -89,7 +104,8 @@ pub fn run(
                     o.stdout.len()
                 ));
             } else if i == 0 {
-                out.example_lines.push(format!("config check: {}", lines[0]));
+                out.example_lines
+                    .push(format!("config check: {}", lines[0]));
             }
         }
     }

@@ -51,7 +51,12 @@ pub fn run(root: &Path, vendors: &Path, bound: Duration, items: usize, iters: u3
         out.record(&format!("{platform}: the forking parent"), end, None);
         let children: Vec<String> = ["a", "b", "c", "d"]
             .iter()
-            .map(|c| format!("{c}={}", f.seen.field(&format!("child{c}")).unwrap_or("?".into())))
+            .map(|c| {
+                format!(
+                    "{c}={}",
+                    f.seen.field(&format!("child{c}")).unwrap_or("?".into())
+                )
+            })
             .collect();
         fates.push(format!("{platform}: {}", children.join(" ")));
         all_children.push(children);
@@ -86,7 +91,9 @@ pub fn run(root: &Path, vendors: &Path, bound: Duration, items: usize, iters: u3
             if s != b && (s.ends_with("hung") || s.contains("signal")) {
                 out.hung += s.ends_with("hung") as u64;
                 out.crashed += s.contains("signal") as u64;
-                out.note(format!("child {s} through SoftPreempt, {b} on the bare driver"));
+                out.note(format!(
+                    "child {s} through SoftPreempt, {b} on the bare driver"
+                ));
             }
         }
     }

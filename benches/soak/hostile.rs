@@ -104,7 +104,7 @@ fn damage(
     match d {
         Damage::Garbage => {
             let len = std::fs::metadata(seg).map_err(err)?.len() as usize;
-            let junk: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let junk: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             use std::os::unix::fs::FileExt;
             let f = std::fs::OpenOptions::new()
                 .write(true)
@@ -131,10 +131,7 @@ fn damage(
         Damage::Squat => {
             std::fs::remove_file(seg).map_err(err)?;
             std::fs::set_permissions(shm, std::fs::Permissions::from_mode(0o1777)).map_err(err)?;
-            let ok = as_nobody(&format!(
-                "head -c 17408 /dev/urandom > '{}'",
-                seg.display()
-            ));
+            let ok = as_nobody(&format!("head -c 17408 /dev/urandom > '{}'", seg.display()));
             if !ok {
                 return Err("setpriv as nobody failed".into());
             }
@@ -212,7 +209,7 @@ fn newcomer(
     rng: &mut Rng,
 ) -> String {
     let what = format!("{} ({}) newcomer", d.name(), label(when));
-    let mut w = worker(set, p, Some(2), rng.next() as u32);
+    let mut w = worker(set, p, Some(2), rng.next_u64() as u32);
     let end = w.finish(p.bound * 2);
     out.record(&what, end, Some((w.progress(), 2)));
     let lines = layer_lines(&w);
@@ -288,16 +285,20 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
             out.tried += 1;
             let what = format!("{} ({})", d.name(), label(when));
             // A first client creates the segment.
-            let mut prime = worker(&set, p, Some(1), rng.next() as u32);
+            let mut prime = worker(&set, p, Some(1), rng.next_u64() as u32);
             let end = prime.finish(p.bound * 2);
-            out.record(&format!("{what}: first client"), end, Some((prime.progress(), 1)));
+            out.record(
+                &format!("{what}: first client"),
+                end,
+                Some((prime.progress(), 1)),
+            );
             let Some(seg) = segment_of(&set.shm_dir) else {
                 out.note(format!("{what}: no segment was created"));
                 out.wrong += 1;
                 continue;
             };
             let mut running = (when == When::While).then(|| {
-                let mut w = worker(&set, p, None, rng.next() as u32);
+                let mut w = worker(&set, p, None, rng.next_u64() as u32);
                 if !w.wait_progress(2, p.bound * 2) {
                     out.note(format!("{what}: runner did not start: {}", w.stderr_tail()));
                 }

@@ -58,12 +58,16 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
     let mut out = Outcome::new("kill -9 soak");
     let mut procs: Vec<Proc> = PRIORITIES
         .iter()
-        .map(|prio| worker(&set, prio, p, rng.next() as u32))
+        .map(|prio| worker(&set, prio, p, rng.next_u64() as u32))
         .collect();
     for w in procs.iter_mut() {
         if !w.wait_progress(1, p.bound * 2) {
             out.hung += 1;
-            out.note(format!("a {} worker never started: {}", w.label, w.stderr_tail()));
+            out.note(format!(
+                "a {} worker never started: {}",
+                w.label,
+                w.stderr_tail()
+            ));
         }
     }
     let (mut in_grant, mut extra_kills, mut creation_ok) = (0u32, 0u32, 0u32);
@@ -88,14 +92,14 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
         let prio = procs[victim].label.clone();
         let mut dead = std::mem::replace(
             &mut procs[victim],
-            worker(&set, &prio, p, rng.next() as u32),
+            worker(&set, &prio, p, rng.next_u64() as u32),
         );
         out.record(&format!("round {round} victim"), dead.finish(p.bound), None);
         // Kill a newcomer at an early moment, then start the real replacement.
         if matches!(moment, "build" | "startup") {
             let mut early = std::mem::replace(
                 &mut procs[victim],
-                worker(&set, &prio, p, rng.next() as u32),
+                worker(&set, &prio, p, rng.next_u64() as u32),
             );
             if moment == "build" {
                 early.wait_phase("build", p.bound);
@@ -106,12 +110,15 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
             early.kill9();
             extra_kills += 1;
             out.tried += 1;
-            out.record(&format!("round {round} {moment}"), early.finish(p.bound), None);
+            out.record(
+                &format!("round {round} {moment}"),
+                early.finish(p.bound),
+                None,
+            );
         }
         if moment == "creation" {
-            match creation_round(root, vendors, p, rng, round, &mut out) {
-                true => creation_ok += 1,
-                false => {}
+            if creation_round(root, vendors, p, rng, round, &mut out) {
+                creation_ok += 1;
             }
             extra_kills += 1;
             out.tried += 1;
@@ -134,7 +141,7 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
                     ));
                 }
                 let label = w.label.clone();
-                *w = worker(&set, &label, p, rng.next() as u32);
+                *w = worker(&set, &label, p, rng.next_u64() as u32);
             }
         }
     }
@@ -160,7 +167,10 @@ pub fn run(root: &Path, vendors: &Path, p: &Params, rng: &mut Rng) -> Outcome {
                     launches_seen += c.grants;
                     if c.lock_held == Some(true) {
                         out.wrong += 1;
-                        out.note(format!("slot of pid {} still locked after all exited", c.pid));
+                        out.note(format!(
+                            "slot of pid {} still locked after all exited",
+                            c.pid
+                        ));
                     }
                 }
             }
@@ -199,12 +209,16 @@ fn creation_round(
         "slice = \"always\"\ntarget_slice_us = 100",
         vendors,
     );
-    let mut first = worker(&set, "low", p, rng.next() as u32);
+    let mut first = worker(&set, "low", p, rng.next_u64() as u32);
     first.wait_phase("queue", p.bound);
     std::thread::sleep(Duration::from_micros(rng.below(3000)));
     first.kill9();
-    out.record(&format!("round {round} creator"), first.finish(p.bound), None);
-    let mut second = worker(&set, "high", p, rng.next() as u32);
+    out.record(
+        &format!("round {round} creator"),
+        first.finish(p.bound),
+        None,
+    );
+    let mut second = worker(&set, "high", p, rng.next_u64() as u32);
     let ok = second.wait_progress(2, p.bound * 2);
     if !ok {
         if second.exited().is_some() {
@@ -220,7 +234,11 @@ fn creation_round(
         return false;
     }
     second.stop();
-    out.record(&format!("round {round} after creator"), second.finish(p.bound), None);
+    out.record(
+        &format!("round {round} after creator"),
+        second.finish(p.bound),
+        None,
+    );
     let _ = std::fs::remove_dir_all(set.config.parent().unwrap());
     ok
 }

@@ -85,7 +85,10 @@ impl Seen {
     }
     pub fn field(&self, key: &str) -> Option<String> {
         let f = self.fields.lock().unwrap();
-        f.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+        f.iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
     }
     pub fn stderr_lines(&self) -> Vec<String> {
         self.stderr.lock().unwrap().clone()
@@ -128,7 +131,10 @@ pub fn spawn_worker(set: &Setting, spec: crate::worker::Spec, priority: &str) ->
 
 pub fn spawn(role: &Role, set: &Setting, env: &[(&str, String)], label: &str) -> Proc {
     let mut cmd = Command::new(std::env::current_exe().expect("own executable"));
-    cmd.env(ROLE_ENV, serde_json::to_string(role).expect("role serializes"));
+    cmd.env(
+        ROLE_ENV,
+        serde_json::to_string(role).expect("role serializes"),
+    );
     spawn_cmd(cmd, set, env, label)
 }
 
@@ -333,7 +339,12 @@ pub fn stop_flag() -> Arc<std::sync::atomic::AtomicBool> {
     std::thread::spawn(move || {
         let mut sink = String::new();
         let stdin = std::io::stdin();
-        while stdin.lock().read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+        while stdin
+            .lock()
+            .read_line(&mut sink)
+            .map(|n| n > 0)
+            .unwrap_or(false)
+        {
             sink.clear();
         }
         f.store(true, Ordering::SeqCst);

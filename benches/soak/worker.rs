@@ -108,9 +108,8 @@ pub fn env(sp: bool) -> Env {
     // The queue registers with the arbiter (and may create the segment).
     say("phase=queue");
     // SAFETY: valid context and device, default properties.
-    let queue = unsafe {
-        clCreateCommandQueueWithProperties(context, device, std::ptr::null(), &mut err)
-    };
+    let queue =
+        unsafe { clCreateCommandQueueWithProperties(context, device, std::ptr::null(), &mut err) };
     check("clCreateCommandQueueWithProperties", err);
     Env {
         platform: p,
@@ -232,7 +231,8 @@ pub fn iteration(env: &Env, k: &Kernels, spec: &Spec, round: u64) -> Result<(), 
             return Err(format!("fill[{i}]={:#x},want={want:#x}", a[i]));
         }
         let (g, l) = ((i / LOCAL) as u32, (i % LOCAL) as u32);
-        let want = src[i] ^ mix(g.wrapping_mul(1000003).wrapping_add(l) ^ seed, spec.iters)
+        let want = src[i]
+            ^ mix(g.wrapping_mul(1000003).wrapping_add(l) ^ seed, spec.iters)
             ^ (groups << 20);
         if b[i] != want {
             return Err(format!("geo[{i}]={:#x},want={want:#x}", b[i]));
@@ -353,7 +353,11 @@ fn child_body(body: ChildBody, env: &Env, k: &Kernels, spec: &Spec) -> ! {
     // A child stuck past the alarm dies of SIGALRM ("hung"). The launching child gets
     // less: on PoCL it blocks for good in the vendor's first blocking call (the driver's
     // worker threads do not exist in a forked child), on the bare driver as well.
-    let limit = if matches!(body, ChildBody::Launch) { 5 } else { 20 };
+    let limit = if matches!(body, ChildBody::Launch) {
+        5
+    } else {
+        20
+    };
     // SAFETY: alarm only arms a timer.
     unsafe { libc::alarm(limit) };
     match body {

@@ -225,7 +225,9 @@ fn unsafe_euid() -> u32 {
 /// Fills `len` bytes of the file from `offset` with a byte pattern (no random source
 /// needed: any value that is not SoftPreempt's is garbage).
 fn scribble(path: &PathBuf, offset: u64, len: usize) {
-    let junk: Vec<u8> = (0..len).map(|i| (i as u8).wrapping_mul(151) ^ 0xa5).collect();
+    let junk: Vec<u8> = (0..len)
+        .map(|i| (i as u8).wrapping_mul(151) ^ 0xa5)
+        .collect();
     poke(path, offset, &junk);
 }
 
@@ -246,7 +248,10 @@ fn garbage_written_while_in_use_ends_arbitration_instead_of_waiting_for_ever() {
         Err(e) => panic!("expected Damaged, got {e}"),
         Ok(_) => panic!("a grant from a garbage table"),
     }
-    assert!(start.elapsed() < Duration::from_secs(10), "not a bounded wait");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "not a bounded wait"
+    );
     assert!(low.intact().is_err());
 }
 
@@ -287,7 +292,8 @@ fn truncation_while_mapped_is_survived() {
             let f = OpenOptions::new().write(true).open(arb.path()).unwrap();
             f.set_len(0).unwrap();
             let r = c.acquire(Duration::from_secs(5));
-            let ok = matches!(&r, Err(SchedError::Damaged { what, .. }) if what.contains("truncated"));
+            let ok =
+                matches!(&r, Err(SchedError::Damaged { what, .. }) if what.contains("truncated"));
             drop(r);
             // The statistics reader and the client's release touch the mapping too.
             let _ = arb.snapshot();
@@ -310,7 +316,11 @@ fn truncation_while_mapped_is_survived() {
         "the process died of signal {}",
         libc::WTERMSIG(status)
     );
-    assert_eq!(libc::WEXITSTATUS(status), 0, "acquire did not report the truncation");
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "acquire did not report the truncation"
+    );
 }
 
 #[test]
