@@ -45,8 +45,6 @@ pub struct Outcome {
     pub notes: Vec<String>,
     /// Log lines worth quoting in the document.
     pub example_lines: Vec<String>,
-    /// Named numbers (wall times).
-    pub figures: Vec<(String, f64)>,
     /// Extra markdown for the document (the bad-API comparison).
     pub details: String,
 }
@@ -61,7 +59,6 @@ impl Outcome {
             wrong: 0,
             notes: Vec::new(),
             example_lines: Vec::new(),
-            figures: Vec::new(),
             details: String::new(),
         }
     }

@@ -330,7 +330,7 @@ impl Client {
             || s.pid.load(Ordering::Relaxed) != std::process::id()
             || s.incarnation.load(Ordering::Relaxed) != self.incarnation
         {
-            return damaged("this client's slot was overwritten");
+            return damaged("this client's slot was overwritten or cut off");
         }
         Ok(())
     }
