@@ -29,6 +29,52 @@ pub fn get_device_ids(
     }
     // Let the vendor apply its own type rules (CL_DEVICE_TYPE_DEFAULT, errors), then map.
     let i = &p.get().inner;
+    let ids = match vendor_devices(i, device_type) {
+        // NVIDIA refuses CL_DEVICE_TYPE_CUSTOM, a valid type since OpenCL 1.2; the spec's
+        // answer is the devices of that type, none here: "CL_DEVICE_NOT_FOUND if no
+        // OpenCL devices that matched device_type were found." (Applications that know
+        // NVIDIA's quirk by its platform name no longer see that name.)
+        Err(CL_INVALID_DEVICE_TYPE) if device_type == CL_DEVICE_TYPE_CUSTOM => {
+            let all = vendor_devices(i, CL_DEVICE_TYPE_ALL)?;
+            let custom: Vec<cl_device_id> = all
+                .into_iter()
+                .filter(|&d| {
+                    fetch_info(|s, v, r| match i.vt.clGetDeviceInfo {
+                        // SAFETY: the vendor's own query on its own device.
+                        Some(f) => unsafe { f(d, CL_DEVICE_TYPE, s, v, r) },
+                        None => CL_INVALID_OPERATION,
+                    })
+                    .ok()
+                    .and_then(|b| {
+                        b.get(..8)
+                            .map(|x| u64::from_ne_bytes(x.try_into().unwrap_or([0; 8])))
+                    })
+                    .is_some_and(|t| t & CL_DEVICE_TYPE_CUSTOM != 0)
+                })
+                .collect();
+            if custom.is_empty() {
+                return Err(CL_DEVICE_NOT_FOUND);
+            }
+            custom
+        }
+        r => r?,
+    };
+    let wrapped: Vec<cl_device_id> = ids.iter().map(|&d| Device::wrap(p, d).handle()).collect();
+    if !devices.is_null() {
+        for (k, d) in wrapped.iter().take(num_entries as usize).enumerate() {
+            // SAFETY: `devices` has room for `num_entries` handles by contract.
+            unsafe { devices.add(k).write(*d) };
+        }
+    }
+    set_out(num_devices, wrapped.len() as cl_uint);
+    Ok(())
+}
+
+/// The vendor's devices of `device_type` (its own errors as they are).
+fn vendor_devices(
+    i: &crate::core::forward::Inner<cl_platform_id>,
+    device_type: cl_device_type,
+) -> CLResult<Vec<cl_device_id>> {
     let mut n: cl_uint = 0;
     vtry!(
         i.vt,
@@ -39,15 +85,7 @@ pub fn get_device_ids(
         i.vt,
         clGetDeviceIDs(i.h, device_type, n, ids.as_mut_ptr(), std::ptr::null_mut())
     )?;
-    let wrapped: Vec<cl_device_id> = ids.iter().map(|&d| Device::wrap(p, d).handle()).collect();
-    if !devices.is_null() {
-        for (k, d) in wrapped.iter().take(num_entries as usize).enumerate() {
-            // SAFETY: `devices` has room for `num_entries` handles by contract.
-            unsafe { devices.add(k).write(*d) };
-        }
-    }
-    set_out(num_devices, wrapped.len() as cl_uint);
-    Ok(())
+    Ok(ids)
 }
 
 fn inner_info(d: &Device, name: cl_device_info) -> CLResult<Vec<u8>> {
