@@ -37,6 +37,23 @@ PLATFORM_PARAMS = [
 ]
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
+KNOWN_FAILURE = "known failure"
+
+
+# A difference with a known cause outside SoftPreempt, accepted only with this exact
+# failure: pyopencl's test helper `_xfail_if_pocl` (test/test_wrapper.py) takes PoCL by
+# its platform *vendor* ("The pocl project", which SoftPreempt reports unchanged so
+# applications' vendor quirk tables keep applying) and then asks
+# `characterize.get_pocl_version`, which takes PoCL by its platform *name* ("Portable
+# Computing Language"; SoftPreempt's platform is named "SoftPreempt") and so returns None;
+# the helper then compares None with a tuple. pyopencl's library code handles that None.
+# See docs/compatibility.md.
+KNOWN = {
+    "test_wrapper::test_enqueue_barrier_marker[ctx]",
+    "test_wrapper::test_unload_compiler[platform]",
+    "test_wrapper::test_user_event[ctx]",
+}
+KNOWN_MESSAGE = "'<=' not supported between instances of 'NoneType' and 'tuple'"
 
 
 def test_id(case):
@@ -55,7 +72,11 @@ def read_junit(path):
         return None
     results = {}
     for case in root.iter("testcase"):
-        if case.find("failure") is not None or case.find("error") is not None:
+        bad = case.find("failure") if case.find("failure") is not None else case.find("error")
+        if bad is not None and test_id(case) in KNOWN and KNOWN_MESSAGE in (
+                bad.get("message") or ""):
+            outcome = KNOWN_FAILURE
+        elif bad is not None:
             outcome = FAILED
         elif case.find("skipped") is not None:
             outcome = SKIPPED
@@ -71,10 +92,11 @@ def read_junit(path):
 def counts(results):
     if results is None:
         return "no results (the run crashed)"
-    c = {PASSED: 0, FAILED: 0, SKIPPED: 0}
+    c = {PASSED: 0, FAILED: 0, SKIPPED: 0, KNOWN_FAILURE: 0}
     for outcome in results.values():
         c[outcome] += 1
-    return f"{c[PASSED]} passed, {c[FAILED]} failed, {c[SKIPPED]} skipped"
+    known = f", {c[KNOWN_FAILURE]} known" if c[KNOWN_FAILURE] else ""
+    return f"{c[PASSED]} passed, {c[FAILED]} failed, {c[SKIPPED]} skipped{known}"
 
 
 def compare_pytest(out, triples):
@@ -93,8 +115,14 @@ def compare_pytest(out, triples):
             regressions = sorted(t for t, o in bare.items() if o == PASSED)
         else:
             regressions = sorted(
-                t for t, o in bare.items() if o == PASSED and sp.get(t) != PASSED
+                t for t, o in bare.items()
+                if o == PASSED and sp.get(t) not in (PASSED, KNOWN_FAILURE)
             )
+            known = sorted(t for t, o in sp.items() if o == KNOWN_FAILURE)
+            if known:
+                details.append(f"{label}: known difference (pyopencl's test helper mixes "
+                               f"platform vendor and name, see compare.py): "
+                               f"{', '.join(known)}")
             fixed = sorted(t for t, o in sp.items() if o == PASSED and bare.get(t) != PASSED)
             if fixed:
                 details.append(f"{label}: passed through SoftPreempt only: {', '.join(fixed)}")

@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""A real-client co-run: two unmodified pyopencl processes share one device.
+
+The LP keeps two long launches queued back to back; the HP launches one short kernel at
+Poisson-spaced times and waits for it. Each scenario runs once to warm pyopencl's binary
+cache (one XDG_CACHE_HOME per platform) and is then measured, so the measured run loads
+its programs from the cache, as users' second runs do.
+
+Scenarios, side by side in one invocation: HP alone (bare), HP + LP (bare), HP + LP
+(both through SoftPreempt, HP at priority high, LP at low), LP alone (bare). Printed:
+HP p50/p99 and their ratio to HP alone, LP launches/s and the share it keeps.
+
+    python3 benches/pyopencl_pair.py --lib target/release/libsoftpreempt.so \\
+        --vendor-lib "$(head -n1 /etc/OpenCL/vendors/pocl.icd)" [--lp-ms 50] [--lp-waves N]
+
+pyopencl's wheel carries its own ocl-icd loader, which reads OCL_ICD_VENDORS: each
+platform gets a vendors folder of its own. --json FILE writes every figure.
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = """
+__kernel void spin(__global float *out, uint iters, uint mask) {
+    size_t i = get_global_id(0);
+    float x = (float)(i & 1023) * 1e-3f;
+    for (uint k = 0; k < iters; ++k) x = x * 0.999f + 0.5f;
+    out[i & mask] = x;
+}
+"""
+
+
+def role_main(role):
+    import numpy as np
+    import pyopencl as cl
+
+    want = os.environ["PAIR_PLATFORM"]
+    plat = next(p for p in cl.get_platforms() if (p.name == "SoftPreempt") == (want == "sp"))
+    dev = plat.get_devices()[0]
+    ctx = cl.Context([dev])
+    q = cl.CommandQueue(ctx)
+    prg = cl.Program(ctx, SRC).build()
+    spin = prg.spin
+    out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4 * 65536)
+    items = int(os.environ["PAIR_ITEMS"])
+    gpu = bool(dev.type & cl.device_type.GPU)
+
+    def launch(iters):
+        return spin(q, (items,), None, out, np.uint32(iters), np.uint32(65535))
+
+    if role == "calibrate":
+        target = float(os.environ["PAIR_TARGET_MS"])
+        iters = 16
+        while True:
+            launch(iters).wait()
+            t = time.perf_counter()
+            launch(iters).wait()
+            dt = (time.perf_counter() - t) * 1e3
+            if dt > target / 4 or iters > 1 << 28:
+                break
+            iters *= 4
+        iters = max(1, int(iters * target / dt))
+        launch(iters).wait()
+        t = time.perf_counter()
+        for _ in range(3):
+            launch(iters).wait()
+        dt = (time.perf_counter() - t) * 1e3 / 3
+        print(json.dumps({"iters": iters, "ms": dt, "device": dev.name, "gpu": gpu,
+                          "cus": dev.max_compute_units}))
+        return
+    iters = int(os.environ["PAIR_ITERS"])
+    stop = os.environ["PAIR_STOP"]
+    duration = float(os.environ["PAIR_DURATION"])
+    print("ready", flush=True)
+    if role == "lp":
+        pending = [launch(iters), launch(iters)]
+        done = 0
+        start = time.perf_counter()
+        while not os.path.exists(stop):
+            pending.pop(0).wait()
+            done += 1
+            pending.append(launch(iters))
+        elapsed = time.perf_counter() - start
+        for e in pending:
+            e.wait()
+        print(json.dumps({"launches": done, "seconds": elapsed}))
+    else:
+        rng = random.Random(7)
+        gap = float(os.environ["PAIR_GAP_MS"]) / 1e3
+        lat = []
+        end = time.perf_counter() + duration
+        launch(iters).wait()
+        while time.perf_counter() < end:
+            time.sleep(rng.expovariate(1 / gap))
+            t = time.perf_counter()
+            launch(iters).wait()
+            lat.append((time.perf_counter() - t) * 1e3)
+        print(json.dumps({"lat": lat}))
+
+
+def pct(v, p):
+    s = sorted(v)
+    return s[min(len(s) - 1, int(p / 100 * len(s)))]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", required=True, help="libsoftpreempt.so")
+    ap.add_argument("--vendor-lib", required=True, help="the vendor's ICD library")
+    ap.add_argument("--lp-ms", type=float, default=50.0)
+    ap.add_argument("--lp-waves", type=int, default=0,
+                    help="long-thread LP: this many device waves, each work-item looping")
+    ap.add_argument("--hp-us", type=float, default=450.0)
+    ap.add_argument("--gap-ms", type=float, default=20.0)
+    ap.add_argument("--duration", type=float, default=8.0)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="pyopencl-pair-")
+    vendors = {}
+    for name, libs in (("bare", [a.vendor_lib]), ("sp", [a.lib, a.vendor_lib])):
+        d = os.path.join(work, "vendors-" + name)
+        os.makedirs(d)
+        for i, lib in enumerate(libs):
+            with open(os.path.join(d, f"{i}-{name}.icd"), "w") as f:
+                f.write(lib + "\n")
+        vendors[name] = d
+    conf = os.path.join(work, "softpreempt.toml")
+    shm = os.path.join(work, "shm")
+    os.makedirs(shm)
+    with open(conf, "w") as f:
+        f.write(f'version = 1\n[sched]\nshm_dir = "{shm}"\n')
+
+    def env(platform, priority=None, **kw):
+        e = dict(os.environ)
+        e.update(OCL_ICD_VENDORS=vendors[platform], PAIR_PLATFORM=platform,
+                 XDG_CACHE_HOME=os.path.join(work, "cache-" + platform),
+                 SOFTPREEMPT_CONFIG=conf)
+        e.pop("OCL_ICD_FILENAMES", None)
+        if priority:
+            e["SOFTPREEMPT_PRIORITY"] = priority
+        e.update({k: str(v) for k, v in kw.items()})
+        return e
+
+    def run(role, platform, **kw):
+        out = subprocess.run([sys.executable, __file__, "--role", role],
+                             env=env(platform, **kw), capture_output=True, text=True,
+                             check=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    # Sizes: a GPU needs many work-items to be busy; a CPU device few.
+    probe = run("calibrate", "bare", PAIR_ITEMS=64, PAIR_TARGET_MS=1)
+    gpu = probe["gpu"]
+    wave = probe["cus"] * (2048 if gpu else 128)
+    lp_items = wave * a.lp_waves if a.lp_waves else (wave * 64 if gpu else 8192)
+    hp_items = wave if gpu else 256
+    lp = run("calibrate", "bare", PAIR_ITEMS=lp_items, PAIR_TARGET_MS=a.lp_ms)
+    hp = run("calibrate", "bare", PAIR_ITEMS=hp_items, PAIR_TARGET_MS=a.hp_us / 1e3)
+    print(f"device: {lp['device']}; LP {lp_items} items x {lp['iters']} iters = "
+          f"{lp['ms']:.2f} ms; HP {hp_items} items x {hp['iters']} iters = {hp['ms']:.3f} ms; "
+          f"HP mean gap {a.gap_ms} ms", flush=True)
+
+    def scenario(hp_plat, lp_plat, seconds):
+        stop = os.path.join(work, f"stop-{time.monotonic_ns()}")
+        procs = {}
+        if lp_plat:
+            procs["lp"] = subprocess.Popen(
+                [sys.executable, __file__, "--role", "lp"], stdout=subprocess.PIPE, text=True,
+                env=env(lp_plat, "low" if lp_plat == "sp" else None, PAIR_ITEMS=lp_items,
+                        PAIR_ITERS=lp["iters"], PAIR_STOP=stop, PAIR_DURATION=seconds))
+            procs["lp"].stdout.readline()
+            time.sleep(max(0.5, 3 * lp["ms"] / 1e3))
+        if hp_plat:
+            procs["hp"] = subprocess.Popen(
+                [sys.executable, __file__, "--role", "hp"], stdout=subprocess.PIPE, text=True,
+                env=env(hp_plat, "high" if hp_plat == "sp" else None, PAIR_ITEMS=hp_items,
+                        PAIR_ITERS=hp["iters"], PAIR_STOP=stop, PAIR_DURATION=seconds,
+                        PAIR_GAP_MS=a.gap_ms))
+            procs["hp"].stdout.readline()
+            out = procs["hp"].communicate()[0]
+        else:
+            time.sleep(seconds)
+        open(stop, "w").close()
+        res = {}
+        for k, p in procs.items():
+            o = p.communicate()[0] if k == "lp" else out
+            res[k] = json.loads(o.strip().splitlines()[-1])
+        return res
+
+    rows = {}
+    for name, hp_plat, lp_plat in (("hp-alone", "bare", None), ("corun-bare", "bare", "bare"),
+                                   ("corun-sp", "sp", "sp"), ("lp-alone", None, "bare")):
+        scenario(hp_plat, lp_plat, 2.0)  # warms the binary caches
+        rows[name] = scenario(hp_plat, lp_plat, a.duration)
+        print(f"ran {name}", file=sys.stderr, flush=True)
+    alone = rows["hp-alone"]["hp"]["lat"]
+    lp_rate = lambda r: r["lp"]["launches"] / r["lp"]["seconds"]
+    base = lp_rate(rows["lp-alone"])
+    print(f"{'scenario':<12} {'HP p50 ms':>10} {'HP p99 ms':>10} {'p99/alone':>10} "
+          f"{'LP launch/s':>12} {'LP kept':>8}")
+    table = {}
+    for name, r in rows.items():
+        h = r.get("hp", {}).get("lat")
+        line = {"hp_p50": pct(h, 50) if h else None, "hp_p99": pct(h, 99) if h else None,
+                "lp_rate": lp_rate(r) if "lp" in r else None}
+        table[name] = line
+        f = lambda v, fmt: format(v, fmt) if v is not None else "-"
+        print(f"{name:<12} {f(line['hp_p50'], '10.3f')} {f(line['hp_p99'], '10.3f')} "
+              f"{f(line['hp_p99'] and line['hp_p99'] / pct(alone, 99), '10.2f')} "
+              f"{f(line['lp_rate'], '12.2f')} "
+              f"{f(line['lp_rate'] and line['lp_rate'] / base, '8.3f')}")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"lp": lp, "hp": hp, "rows": rows, "table": table}, f)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--role":
+        role_main(sys.argv[2])
+    else:
+        main()
