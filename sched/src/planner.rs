@@ -285,9 +285,10 @@ pub fn waves(work_groups: u64, wave_wgs: u64) -> u64 {
     work_groups.div_ceil(wave_wgs.max(1))
 }
 
-/// Rows per slice that the model predicts fit in `target_ns`: a power of two of whole
-/// waves of `wave_rows` rows, at least one wave; `None` without data. The model is in
-/// waves (see [`waves`]).
+/// Rows per slice that the model predicts fit in `target_ns`, on a device that runs
+/// `wave_wgs` work-groups at once: a power of two of whole waves' rows (see [`wave_rows`]),
+/// at least one wave; `None` without data. The model is in waves (see [`waves`]): a row
+/// may hold many waves (a 2D range with many groups per row) or a wave many rows.
 ///
 /// The rounding keeps the set of slice shapes small: vendors that compile or tune per
 /// launch shape (PoCL builds a work-group function per local size it picks for a NULL
@@ -296,21 +297,39 @@ pub fn rows_for_target(
     range: &NdRange,
     model: &TimingModel,
     target_ns: u64,
-    wave_rows: u64,
+    wave_wgs: u64,
 ) -> Option<u64> {
     let (overhead, per_wave) = model.fit()?;
-    let wave_rows = wave_rows.max(1);
+    let wave_rows = wave_rows(range, wave_wgs);
     if per_wave <= 0.0 || !per_wave.is_finite() {
         return Some(range.rows().max(1));
     }
     // The work part gets what the fixed cost leaves, but at least half the target: a
     // device whose launch overhead exceeds the target still gets useful slices.
     let budget = target_ns as f64 - overhead.min(target_ns as f64 / 2.0);
-    let n = ((budget / per_wave).floor() as u64).max(1);
-    Some((1u64 << n.ilog2()).saturating_mul(wave_rows))
+    let waves_fit = ((budget / per_wave).floor() as u64).max(1);
+    let rows_fit = waves_fit.saturating_mul(wave_wgs.max(1)) / range.groups_per_row().max(1);
+    let units = (rows_fit / wave_rows).max(1);
+    Some((1u64 << units.ilog2()).saturating_mul(wave_rows))
 }
 
-/// Plans the next slice after `rows_done` rows, in whole waves of `wave_rows` rows.
+/// The slice target to plan with, given the cost per wave of the most recent finished
+/// piece of the same kernel (`recent_ns_per_wave`). Uneven kernels (a Mandelbrot set, sparse
+/// work) cost far more in some parts of the range than the model's average: where the
+/// recent pieces ran slower than the model predicts, the target shrinks in proportion, so
+/// the next slice lands near the target instead of several times over it. Faster recent
+/// pieces leave the target alone (the model catches up by itself, and latency never pays
+/// for the optimism).
+pub fn adapted_target(model: &TimingModel, recent_ns_per_wave: Option<f64>, target_ns: u64) -> u64 {
+    match (model.fit(), recent_ns_per_wave) {
+        (Some((_, per_wave)), Some(recent)) if recent > per_wave && per_wave > 0.0 => {
+            ((target_ns as f64 * per_wave / recent) as u64).max(1)
+        }
+        _ => target_ns,
+    }
+}
+
+/// Plans the next slice after `rows_done` rows, in whole waves of `wave_wgs` work-groups.
 /// Without model data it takes `slow_start_rows` rows (the caller grows that between
 /// slices, see [`SlicePlanner`]).
 pub fn plan_next(
@@ -319,10 +338,10 @@ pub fn plan_next(
     model: &TimingModel,
     target_ns: u64,
     slow_start_rows: u64,
-    wave_rows: u64,
+    wave_wgs: u64,
 ) -> Option<Slice> {
-    let rows = rows_for_target(range, model, target_ns, wave_rows)
-        .unwrap_or(slow_start_rows.max(wave_rows).max(1));
+    let rows = rows_for_target(range, model, target_ns, wave_wgs)
+        .unwrap_or(slow_start_rows.max(wave_rows(range, wave_wgs)).max(1));
     slice_at(range, rows_done, rows)
 }
 
@@ -334,6 +353,7 @@ pub struct SlicePlanner {
     rows_done: u64,
     slow_start_rows: u64,
     wave_rows: u64,
+    wave_wgs: u64,
 }
 
 impl SlicePlanner {
@@ -346,6 +366,7 @@ impl SlicePlanner {
             rows_done: 0,
             slow_start_rows: wave_rows,
             wave_rows,
+            wave_wgs,
         }
     }
 
@@ -377,7 +398,7 @@ impl SlicePlanner {
             model,
             target_ns,
             self.slow_start_rows,
-            self.wave_rows,
+            self.wave_wgs,
         )?;
         if model.samples() == 0 {
             self.slow_start_rows = self.slow_start_rows.saturating_mul(2);
@@ -462,7 +483,29 @@ mod tests {
         assert_eq!(r2.groups_per_row(), 10);
         assert_eq!(wave_rows(&r2, 25), 3);
         assert_eq!(waves(250, 100), 3);
+        // Rows of 128 groups on a device running 2 at once: 64 waves a row. At 4 µs a
+        // wave, 1 ms holds 250 waves, so 3 rows, rounded down to 2 (not 256 rows).
+        let r3 = NdRange::new(2, &[], &[1024, 1024], &[8, 1]).unwrap();
+        assert_eq!((r3.groups_per_row(), wave_rows(&r3, 2)), (128, 1));
+        let mut m3 = TimingModel::default();
+        m3.observe(64, 256_000);
+        assert_eq!(rows_for_target(&r3, &m3, 1_000_000, 2), Some(2));
         assert_eq!(waves(0, 100), 0);
+    }
+
+    #[test]
+    fn uneven_kernels_shrink_the_target_where_they_run_slow() {
+        let mut m = TimingModel::default();
+        m.observe(1, 100_000); // 100 µs per wave on average
+                               // The last piece ran at 500 µs a wave: a fifth of the target keeps slices near it.
+        assert_eq!(adapted_target(&m, Some(500_000.0), 1_000_000), 200_000);
+        // Faster, or nothing known: the target as configured.
+        assert_eq!(adapted_target(&m, Some(50_000.0), 1_000_000), 1_000_000);
+        assert_eq!(adapted_target(&m, None, 1_000_000), 1_000_000);
+        assert_eq!(
+            adapted_target(&TimingModel::default(), Some(1e9), 1_000_000),
+            1_000_000
+        );
     }
 
     #[test]

@@ -127,6 +127,8 @@ struct Submitter {
     /// Predicted device time submitted under the latest grant (short launches are grouped
     /// under one grant up to the budget).
     group_ns: u64,
+    /// The kernel and cost per wave of the latest retired piece (uneven kernels).
+    recent: Option<(ModelKey, f64)>,
 }
 
 /// The thread body.
@@ -137,6 +139,7 @@ pub fn run(m: Arc<Managed>) {
         last_retired_ns: 0,
         launch_ns: 0,
         group_ns: 0,
+        recent: None,
     };
     loop {
         let cmd = {
@@ -186,6 +189,7 @@ pub fn run_now(m: &Arc<Managed>) {
         last_retired_ns: 0,
         launch_ns: 0,
         group_ns: 0,
+        recent: None,
     };
     loop {
         let Some(cmd) = s.m.lock().fifo.pop_front() else {
@@ -246,11 +250,14 @@ impl Submitter {
             self.launch_ns = 0;
         }
         if let Some(key) = p.key {
-            MODELS.lock().unwrap_or_else(|e| e.into_inner()).observe(
-                key,
-                softpreempt_sched::waves(p.work_groups, p.wave_wgs),
-                took,
-            );
+            let waves = softpreempt_sched::waves(p.work_groups, p.wave_wgs);
+            MODELS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .observe(key, waves, took);
+            if waves > 0 {
+                self.recent = Some((key, took as f64 / waves as f64));
+            }
         }
         if let (Some(t), Some(c)) = (p.token, self.m.client.as_ref()) {
             c.complete_token(t, took);
@@ -492,7 +499,9 @@ impl Submitter {
                 Some(p) => {
                     let m = model(&l.key);
                     tracing::trace!(fit = ?m.fit(), samples = m.samples(), "planning a slice");
-                    p.next_slice(&m, self.m.target_ns)
+                    let recent = self.recent.filter(|r| r.0 == l.key).map(|r| r.1);
+                    let target = softpreempt_sched::adapted_target(&m, recent, self.m.target_ns);
+                    p.next_slice(&m, target)
                 }
                 .map(|s| (s.offset, s.size, s.work_groups, true)),
                 None => None,
