@@ -32,13 +32,15 @@ pub fn direct<T>(
 ) -> CLResult<T> {
     m.drain();
     let mut out = OutEvent::new(event);
-    let Some(watch) = m.direct_submitted(wait.as_slice()) else {
+    let ready = m.ready(wait.as_slice());
+    let watch = if ready { m.direct_submitted() } else { None };
+    if ready && watch.is_none() {
         let r = call(&q.get().inner, wait.len(), wait.ptr(), out.ptr())?;
         out.publish(q);
         return Ok(r);
-    };
-    // The completion is watched on the command's vendor event: ask for one even when the
-    // application did not.
+    }
+    // A watched command's completion is observed on its vendor event, and an unready one
+    // is remembered by it: ask for one even when the application did not.
     let mut local: cl_event = std::ptr::null_mut();
     let ptr = if event.is_null() {
         &mut local as *mut cl_event
@@ -48,23 +50,28 @@ pub fn direct<T>(
     let r = call(&q.get().inner, wait.len(), wait.ptr(), ptr);
     let ev = if event.is_null() { local } else { out.inner };
     let vt = q.get().inner.vt;
-    let watched = r.is_ok() && !ev.is_null() && {
-        match vt.clSetEventCallback {
-            // SAFETY: our trampoline, with the reference `direct_submitted` made for it.
-            Some(f) => unsafe {
-                f(
-                    ev,
-                    CL_COMPLETE as cl_int,
-                    Some(managed::on_direct_done),
-                    watch,
-                ) == CL_SUCCESS
-            },
-            None => false,
+    if !ready && r.is_ok() && !ev.is_null() {
+        m.note_unready(ev);
+    }
+    if let Some(watch) = watch {
+        let watched = r.is_ok() && !ev.is_null() && {
+            match vt.clSetEventCallback {
+                // SAFETY: our trampoline, with the reference `direct_submitted` made for it.
+                Some(f) => unsafe {
+                    f(
+                        ev,
+                        CL_COMPLETE as cl_int,
+                        Some(managed::on_direct_done),
+                        watch,
+                    ) == CL_SUCCESS
+                },
+                None => false,
+            }
+        };
+        if !watched {
+            // SAFETY: the reference was not handed to the vendor.
+            unsafe { managed::direct_abandoned(watch) };
         }
-    };
-    if !watched {
-        // SAFETY: the reference was not handed to the vendor.
-        unsafe { managed::direct_abandoned(watch) };
     }
     if !local.is_null() {
         if let Some(f) = vt.clReleaseEvent {

@@ -577,13 +577,19 @@ pub fn enqueue_wait_for_events(
     // list of events to complete before any future commands queued in the command-queue
     // are executed"), and its 1.2 replacement is what vendors implement: PoCL aborts the
     // process on clEnqueueWaitForEvents itself. So the replacement is used when present.
-    submit_with(q, list, std::ptr::null_mut(), |i, n, wl, _| {
+    // The application gets no event, but a managed queue may ask for one (`ev`) to
+    // remember a barrier that waits on incomplete work (see `Managed::ready`).
+    submit_with(q, list, std::ptr::null_mut(), |i, n, wl, ev| {
         match i.vt.clEnqueueBarrierWithWaitList {
-            Some(_) => vtry!(
-                i.vt,
-                clEnqueueBarrierWithWaitList(i.h, n, wl, std::ptr::null_mut())
-            ),
-            None => vtry!(i.vt, clEnqueueWaitForEvents(i.h, n, wl)),
+            Some(_) => vtry!(i.vt, clEnqueueBarrierWithWaitList(i.h, n, wl, ev)),
+            None => {
+                vtry!(i.vt, clEnqueueWaitForEvents(i.h, n, wl))?;
+                if ev.is_null() {
+                    return Ok(());
+                }
+                // A 1.1 vendor: a marker behind the wait stands for it.
+                vtry!(i.vt, clEnqueueMarker(i.h, ev))
+            }
         }
     })
 }

@@ -25,6 +25,9 @@ struct Pieces {
     /// `last` is the command's final piece: its completion is the command's.
     last_is_final: bool,
     done: bool,
+    /// The status the user event is set to, once `done` (set a moment later, outside the
+    /// lock: a query in between answers from here).
+    final_status: cl_int,
     /// `CL_SUBMITTED`/`CL_RUNNING` callbacks registered before the first piece reached
     /// the vendor (a user event never passes through those states): (type, trampoline data).
     early: Vec<(cl_int, usize)>,
@@ -43,6 +46,8 @@ pub struct Deferred {
     pieces: Mutex<Pieces>,
     /// Signalled when the final piece is known or the event is set ([`Deferred::wait`]).
     progress: Condvar,
+    /// Every piece reached the vendor while the command was ready (see `readiness`).
+    on_vendor: std::sync::atomic::AtomicBool,
 }
 
 // SAFETY: the vendor handles inside are thread-safe OpenCL objects; the mutable part is
@@ -66,20 +71,35 @@ fn release(vt: &cl_icd_dispatch, e: cl_event) {
 }
 
 pub(super) fn status_of(vt: &cl_icd_dispatch, e: cl_event) -> cl_int {
-    let mut s: cl_int = CL_QUEUED as cl_int;
+    event_info(
+        vt,
+        e,
+        CL_EVENT_COMMAND_EXECUTION_STATUS,
+        CL_QUEUED as cl_int,
+    )
+}
+
+/// One fixed-size `clGetEventInfo` answer, or `default` when the vendor gives none.
+pub(super) fn event_info<T: Copy>(
+    vt: &cl_icd_dispatch,
+    e: cl_event,
+    what: cl_event_info,
+    default: T,
+) -> T {
+    let mut v = default;
     if let Some(f) = vt.clGetEventInfo {
-        // SAFETY: a cl_int-sized answer into a local.
+        // SAFETY: a T-sized answer into a local of that size.
         unsafe {
             f(
                 e,
-                CL_EVENT_COMMAND_EXECUTION_STATUS,
-                std::mem::size_of::<cl_int>(),
-                &mut s as *mut cl_int as *mut c_void,
+                what,
+                std::mem::size_of::<T>(),
+                &mut v as *mut T as *mut c_void,
                 std::ptr::null_mut(),
             )
         };
     }
-    s
+    v
 }
 
 fn profiling_of(vt: &cl_icd_dispatch, e: cl_event, what: cl_profiling_info) -> CLResult<u64> {
@@ -111,14 +131,29 @@ impl Deferred {
         let h = crate::vcreate!(context.vt, clCreateUserEvent(context.h))?;
         let user = context.child(h);
         retain(user.vt, user.h);
-        Ok(Arc::new(Deferred {
+        let d = Arc::new(Deferred {
             user,
             kind,
             profiling,
             queued_ns,
             pieces: Mutex::new(Pieces::default()),
             progress: Condvar::new(),
-        }))
+            on_vendor: Default::default(),
+        });
+        super::readiness::register_deferred(h, &d);
+        Ok(d)
+    }
+
+    /// Records that every piece reached the vendor while the command was ready, so it
+    /// completes by vendor work alone.
+    pub fn mark_on_vendor(&self) {
+        self.on_vendor
+            .store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// See [`Deferred::mark_on_vendor`].
+    pub fn on_vendor(&self) -> bool {
+        self.on_vendor.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The user event, for the application's wrapper (which owns the creation reference).
@@ -193,6 +228,7 @@ impl Deferred {
             return;
         }
         p.done = true;
+        p.final_status = status.min(CL_COMPLETE as cl_int);
         let early = std::mem::take(&mut p.early);
         drop(p);
         self.progress.notify_all();
@@ -285,10 +321,11 @@ impl Deferred {
         if !self.is_done() {
             self.settle();
         }
-        if self.is_done() {
-            return status_of(self.user.vt, self.user.h);
+        let p = self.lock();
+        if p.done {
+            return p.final_status;
         }
-        match self.lock().first {
+        match p.first {
             Some(e) => status_of(self.user.vt, e).max(CL_RUNNING as cl_int),
             None => CL_QUEUED as cl_int,
         }
@@ -354,6 +391,7 @@ impl Deferred {
 
 impl Drop for Deferred {
     fn drop(&mut self) {
+        super::readiness::forget_deferred(self.user.h);
         let p = self.pieces.get_mut().unwrap_or_else(|e| e.into_inner());
         for (_, data) in p.early.drain(..) {
             // SAFETY: never given to the vendor.

@@ -22,6 +22,7 @@
 pub mod arbiter;
 pub mod deferred;
 pub mod launch;
+mod readiness;
 mod submitter;
 
 pub use submitter::forget_kernel;
@@ -108,6 +109,8 @@ pub struct Managed {
     pub label: String,
     /// Deferred events handed out and not yet known complete (settled by `finish`).
     open_events: Mutex<Vec<std::sync::Weak<Deferred>>>,
+    /// Commands of this queue that reached the vendor unready (see [`Managed::ready`]).
+    unready: readiness::Tail,
 }
 
 use softpreempt_sched::monotonic_ns;
@@ -177,6 +180,7 @@ impl Managed {
             device: device.inner.clone(),
             label: label.to_string(),
             open_events: Mutex::new(Vec::new()),
+            unready: readiness::Tail::default(),
         })
     }
 
@@ -265,23 +269,51 @@ impl Managed {
         self.cv.notify_all();
     }
 
-    /// Fast path bookkeeping, before a command goes to the vendor directly: when a lower
-    /// priority is registered, raise demand until the command completes, so the lower one
-    /// yields at its next slice boundary. Returns the callback data to register on the
-    /// command's vendor event, if it is to be watched.
+    /// Whether a command with wait list `waits`, enqueued on the vendor queue now, can run
+    /// to completion by the vendor's work alone: every event it waits for is ready (see
+    /// `readiness`), and so is every earlier command of this queue that reached the vendor
+    /// unready (an in-order queue runs nothing past it; an out-of-order queue is treated
+    /// the same, for its barriers).
     ///
-    /// A command that still waits for other events is not watched: its demand could hold
-    /// the device from lower priorities until the application sets a user event, perhaps
-    /// never if it first waits for one of those lower-priority queues.
-    pub fn direct_submitted(self: &Arc<Self>, waits: &[cl_event]) -> Option<*mut c_void> {
+    /// Only a ready command may hold the device in the arbiter's eyes: take a grant or an
+    /// in-flight place (a piece in the submitter's window) or raise demand (a watched
+    /// direct command). A command that is not ready reaches the vendor at once, holding
+    /// nothing, and is remembered ([`Managed::note_unready`]) until it completes.
+    pub fn ready(&self, waits: &[cl_event]) -> bool {
+        let vt = self.inner.vt;
+        waits
+            .iter()
+            .all(|&e| readiness::dep_ready(vt, e, deferred::status_of(vt, e)))
+            && self.unready.ready(vt)
+    }
+
+    /// [`Managed::ready`] for a command whose dependencies' statuses were read already.
+    fn ready_with(&self, waits: &[cl_event], statuses: &[cl_int]) -> bool {
+        let vt = self.inner.vt;
+        waits
+            .iter()
+            .zip(statuses)
+            .all(|(&e, &s)| readiness::dep_ready(vt, e, s))
+            && self.unready.ready(vt)
+    }
+
+    /// Remembers `ev`, the vendor event of a command that reached this queue unready (see
+    /// [`Managed::ready`]), until it completes.
+    pub fn note_unready(&self, ev: cl_event) {
+        self.unready.note(self.inner.vt, ev);
+    }
+
+    /// Fast path bookkeeping, before a ready command (see [`Managed::ready`]) goes to the
+    /// vendor directly: when a lower priority is registered, raise demand until the
+    /// command completes, so the lower one yields at its next slice boundary. Returns the
+    /// callback data to register on the command's vendor event, if it is to be watched.
+    ///
+    /// A command that is not ready is never watched: its demand could hold the device
+    /// from lower priorities until the application sets a user event, perhaps never if it
+    /// first waits for one of those lower-priority queues.
+    pub fn direct_submitted(self: &Arc<Self>) -> Option<*mut c_void> {
         let c = self.client.as_ref()?;
         if !c.lower_priority_registered() {
-            return None;
-        }
-        if waits
-            .iter()
-            .any(|&e| deferred::status_of(self.inner.vt, e) > CL_COMPLETE as cl_int)
-        {
             return None;
         }
         self.outstanding.fetch_add(1, Ordering::AcqRel);

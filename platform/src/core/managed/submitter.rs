@@ -299,11 +299,19 @@ impl Submitter {
             // its dependency failed).
             Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
         } else {
-            let pending = statuses.iter().any(|&s| s > CL_COMPLETE as cl_int);
-            match work {
-                Work::Call(call) => self.call(call, &waits, event.as_ref()),
+            // Not ready (see `Managed::ready`): the command goes to the vendor at once and
+            // holds nothing of the arbiter's while it waits there.
+            let pending = !self.m.ready_with(&waits, &statuses);
+            let r = match work {
+                Work::Call(call) => self.call(call, &waits, pending, event.as_ref()),
                 Work::Launch(l) => self.launch(&l, &waits, pending, event.as_ref()),
+            };
+            // Every piece is on the vendor, and ready: commands waiting for this one may
+            // hold the device behind it.
+            if let (Ok(()), false, Some(d)) = (&r, pending, event.as_ref()) {
+                d.mark_on_vendor();
             }
+            r
         };
         if let (Err(e), Some(d)) = (status, event.as_ref()) {
             d.finish(e);
@@ -317,19 +325,28 @@ impl Submitter {
         &mut self,
         call: super::Call,
         waits: &[cl_event],
+        pending: bool,
         d: Option<&Arc<Deferred>>,
     ) -> Result<(), cl_int> {
         let mut ev: cl_event = std::ptr::null_mut();
-        let out = if d.is_some() {
+        // An unready marker or barrier is remembered by its event (later commands of the
+        // queue run behind it), so it needs one even when the application asked for none.
+        let out = if d.is_some() || pending {
             &mut ev as *mut cl_event
         } else {
             std::ptr::null_mut()
         };
         call(&self.m.inner, waits.len() as cl_uint, list_ptr(waits), out)?;
+        if ev.is_null() {
+            return Ok(());
+        }
+        if pending {
+            self.m.note_unready(ev);
+        }
         if let Some(d) = d {
             self.last_piece(d, ev, waits);
-            release_event(self.vt(), ev);
         }
+        release_event(self.vt(), ev);
         Ok(())
     }
 
@@ -395,11 +412,14 @@ impl Submitter {
         d: Option<&Arc<Deferred>>,
     ) -> Result<(), cl_int> {
         let whole_offset = l.offset.as_ref().map_or(std::ptr::null(), |o| o.as_ptr());
-        // A launch still waiting for other commands (a user event, another queue) is not
-        // held in our window: waiting on it there could block this queue until the
-        // application, perhaps blocked on this queue, sets the event. It goes whole.
+        // A launch still waiting for other commands (a user event, another queue, or an
+        // earlier unready command of this queue) is not held in our window: waiting on it
+        // there could block this queue until the application, perhaps blocked on this
+        // queue, sets the event, or until another queue's submitter, perhaps waiting for
+        // the grant we hold, submits it. It goes whole, holding nothing.
         if pending {
             let ev = self.enqueue_piece(l, whole_offset, &l.global, waits)?;
+            self.m.note_unready(ev);
             if let Some(d) = d {
                 self.last_piece(d, ev, waits);
             }
