@@ -109,6 +109,8 @@ usage: preempt [FLAGS]
   --hp-burst N       kernels per HP request, run back to back (default 1)
   --lp-depth N       LP launches kept queued (default 2)
   --lp-items N       LP global size (default: by device type and compute units)
+  --lp-waves N       long-thread LP: N full device waves per launch, each work-item
+                     looping lp-ms / N (default: many short waves)
   --lp-kernel KIND   compute (a chain of FMAs), memory (streams a large buffer) or
                      gemm (tiled matrix product, 16x16 tiles; reads get_group_id)
   --hp-items N       HP global size (default: by device type and compute units)
@@ -136,6 +138,9 @@ pub struct Options {
     pub hp_burst: u32,
     pub lp_depth: usize,
     pub lp_items: Option<usize>,
+    /// A long-thread LP: this many device waves per launch, each work-item looping for
+    /// `lp_ms / waves` (Monte-Carlo or hashing kernels), instead of many short waves.
+    pub lp_waves: Option<u32>,
     pub hp_items: Option<usize>,
     pub lp_kernel: KernelKind,
     pub target_us: Vec<u64>,
@@ -163,6 +168,7 @@ impl Default for Options {
             hp_burst: 1,
             lp_depth: 2,
             lp_items: None,
+            lp_waves: None,
             hp_items: None,
             lp_kernel: KernelKind::Compute,
             target_us: Vec::new(),
@@ -213,6 +219,7 @@ impl Options {
                 "--hp-burst" => o.hp_burst = num(&flag, &value()?)?,
                 "--lp-depth" => o.lp_depth = num(&flag, &value()?)?,
                 "--lp-items" => o.lp_items = Some(num(&flag, &value()?)?),
+                "--lp-waves" => o.lp_waves = Some(num(&flag, &value()?)?),
                 "--hp-items" => o.hp_items = Some(num(&flag, &value()?)?),
                 "--max-inflight" => o.max_inflight = Some(num(&flag, &value()?)?),
                 "--sched" => {
@@ -423,6 +430,8 @@ pub enum Role {
         lp_items: Option<usize>,
         hp_items: Option<usize>,
         lp_kind: KernelKind,
+        #[serde(default)]
+        lp_waves: Option<u32>,
     },
     /// Keeps `depth` long launches queued until stopped.
     Lp {
@@ -820,6 +829,7 @@ fn calibrate(o: &Options, launcher: &Launcher, root: &Path) -> Result<Calibratio
         lp_items: o.lp_items,
         hp_items: o.hp_items,
         lp_kind: o.lp_kernel,
+        lp_waves: o.lp_waves,
     };
     let run = RunDir::new(root, 0, &Sched::default());
     let mut child = Child::spawn("calibrate", launcher, &role, &run, "normal")?;
@@ -1013,8 +1023,9 @@ pub mod child {
                 lp_items,
                 hp_items,
                 lp_kind,
+                lp_waves,
             } => say(&Msg::Calibrated(calibrate(
-                lp_ms, hp_us, lp_items, hp_items, lp_kind,
+                lp_ms, hp_us, lp_items, hp_items, lp_kind, lp_waves,
             ))),
             Role::Lp {
                 platform,
@@ -1307,6 +1318,7 @@ pub mod child {
         lp_items: Option<usize>,
         hp_items: Option<usize>,
         lp_kind: KernelKind,
+        lp_waves: Option<u32>,
     ) -> Calibration {
         let platform = bare_platform();
         let dev = device(platform);
@@ -1326,7 +1338,19 @@ pub mod child {
             let (iters, t) = size_iters(&spin, target);
             (KernelSpec { items, iters, kind }, t)
         };
-        let ((lp, lp_t), (hp, hp_t)) = if lp_kind == KernelKind::Gemm {
+        let ((lp, lp_t), (hp, hp_t)) = if let Some(n) = lp_waves {
+            // Long work-items: `n` full waves per launch, `iters` sized to the target.
+            let wave = cus as usize * if gpu { 2048 } else { 64 };
+            let hp = hp_items.unwrap_or(if gpu { wave } else { cus as usize * 64 });
+            (
+                size(lp_kind, wave * n.max(1) as usize, lp_target),
+                if gpu {
+                    size_waves(KernelKind::Compute, hp, hp_target)
+                } else {
+                    size(KernelKind::Compute, hp, hp_target)
+                },
+            )
+        } else if lp_kind == KernelKind::Gemm {
             // A large C and a K depth that fills the time: thousands of short
             // work-groups, as in a real large GEMM (a deep K with few tiles of C would
             // make each work-group run for milliseconds).

@@ -86,8 +86,8 @@ pub use liveness::{now_ns as monotonic_ns, process_alive, process_start_time};
 pub use options::ArbiterOptions;
 #[cfg(not(loom))]
 pub use planner::{
-    plan_next, rows_for_target, slice_at, slices, NdRange, Slice, SlicePlanner, TimingModel,
-    TimingTable,
+    plan_next, rows_for_target, slice_at, slices, wave_rows, waves, NdRange, Slice, SlicePlanner,
+    TimingModel, TimingTable,
 };
 #[cfg(not(loom))]
 pub use segment::{list_segments, segment_name, SEGMENT_PREFIX};

@@ -266,60 +266,97 @@ impl<K: Hash + Eq> TimingTable<K> {
     }
 }
 
-/// Rows per slice that the model predicts fit in `target_ns` (at least 1), rounded down to
-/// a power of two; `None` without data.
+/// Work-group rows that make up one wave: the fewest rows holding at least `wave_wgs`
+/// work-groups (the device's resident capacity for the kernel), at least 1.
+///
+/// A device runs a bounded number of work-groups at once. A slice narrower than that
+/// still takes a whole wave's time and leaves the rest of the device idle, so slices are
+/// cut in whole waves, never less than one.
+pub fn wave_rows(range: &NdRange, wave_wgs: u64) -> u64 {
+    wave_wgs
+        .max(1)
+        .div_ceil(range.groups_per_row().max(1))
+        .clamp(1, range.rows().max(1))
+}
+
+/// Waves that `work_groups` groups take on a device running `wave_wgs` at once (a partial
+/// wave takes a whole wave's time).
+pub fn waves(work_groups: u64, wave_wgs: u64) -> u64 {
+    work_groups.div_ceil(wave_wgs.max(1))
+}
+
+/// Rows per slice that the model predicts fit in `target_ns`: a power of two of whole
+/// waves of `wave_rows` rows, at least one wave; `None` without data. The model is in
+/// waves (see [`waves`]).
 ///
 /// The rounding keeps the set of slice shapes small: vendors that compile or tune per
 /// launch shape (PoCL builds a work-group function per local size it picks for a NULL
 /// local size) would otherwise meet a new shape at almost every slice.
-pub fn rows_for_target(range: &NdRange, model: &TimingModel, target_ns: u64) -> Option<u64> {
-    let (overhead, per_wg) = model.fit()?;
-    let per_row = per_wg * range.groups_per_row() as f64;
-    if per_row <= 0.0 || !per_row.is_finite() {
+pub fn rows_for_target(
+    range: &NdRange,
+    model: &TimingModel,
+    target_ns: u64,
+    wave_rows: u64,
+) -> Option<u64> {
+    let (overhead, per_wave) = model.fit()?;
+    let wave_rows = wave_rows.max(1);
+    if per_wave <= 0.0 || !per_wave.is_finite() {
         return Some(range.rows().max(1));
     }
     // The work part gets what the fixed cost leaves, but at least half the target: a
     // device whose launch overhead exceeds the target still gets useful slices.
     let budget = target_ns as f64 - overhead.min(target_ns as f64 / 2.0);
-    let rows = ((budget / per_row).floor() as u64).max(1);
-    Some(1 << rows.ilog2())
+    let n = ((budget / per_wave).floor() as u64).max(1);
+    Some((1u64 << n.ilog2()).saturating_mul(wave_rows))
 }
 
-/// Plans the next slice after `rows_done` rows. Without model data it takes
-/// `slow_start_rows` rows (the caller grows that between slices, see [`SlicePlanner`]).
+/// Plans the next slice after `rows_done` rows, in whole waves of `wave_rows` rows.
+/// Without model data it takes `slow_start_rows` rows (the caller grows that between
+/// slices, see [`SlicePlanner`]).
 pub fn plan_next(
     range: &NdRange,
     rows_done: u64,
     model: &TimingModel,
     target_ns: u64,
     slow_start_rows: u64,
+    wave_rows: u64,
 ) -> Option<Slice> {
-    let rows = rows_for_target(range, model, target_ns).unwrap_or(slow_start_rows.max(1));
+    let rows = rows_for_target(range, model, target_ns, wave_rows)
+        .unwrap_or(slow_start_rows.max(wave_rows).max(1));
     slice_at(range, rows_done, rows)
 }
 
-/// Walks one NDRange slice by slice, with slow start for kernels never seen: 1 row, then
-/// doubling, until the timing model has data.
+/// Walks one NDRange slice by slice, in whole waves, with slow start for kernels never
+/// seen: one wave, then doubling, until the timing model has data.
 #[derive(Clone, Debug)]
 pub struct SlicePlanner {
     range: NdRange,
     rows_done: u64,
     slow_start_rows: u64,
+    wave_rows: u64,
 }
 
 impl SlicePlanner {
-    /// A planner at the start of `range`.
-    pub fn new(range: NdRange) -> Self {
+    /// A planner at the start of `range`, on a device that runs `wave_wgs` of its
+    /// work-groups at once.
+    pub fn new(range: NdRange, wave_wgs: u64) -> Self {
+        let wave_rows = wave_rows(&range, wave_wgs);
         SlicePlanner {
             range,
             rows_done: 0,
-            slow_start_rows: 1,
+            slow_start_rows: wave_rows,
+            wave_rows,
         }
     }
 
     /// The range being planned.
     pub fn range(&self) -> &NdRange {
         &self.range
+    }
+
+    /// Rows in one wave.
+    pub fn wave_rows(&self) -> u64 {
+        self.wave_rows
     }
 
     /// Rows already handed out.
@@ -340,6 +377,7 @@ impl SlicePlanner {
             model,
             target_ns,
             self.slow_start_rows,
+            self.wave_rows,
         )?;
         if model.samples() == 0 {
             self.slow_start_rows = self.slow_start_rows.saturating_mul(2);
@@ -389,7 +427,7 @@ mod tests {
     #[test]
     fn slow_start_doubles_until_model_has_data() {
         let r = NdRange::new(1, &[], &[1 << 20], &[64]).unwrap();
-        let mut p = SlicePlanner::new(r);
+        let mut p = SlicePlanner::new(r, 1);
         let mut m = TimingModel::default();
         let rows: Vec<u64> = (0..4)
             .map(|_| p.next_slice(&m, 1_000_000).unwrap().rows)
@@ -400,6 +438,31 @@ mod tests {
         let s = p.next_slice(&m, 1_000_000).unwrap();
         assert_eq!(s.rows, 512);
         assert_eq!(m.predict(1000), Some(1_000_000));
+    }
+
+    #[test]
+    fn slices_are_whole_waves_never_less_than_one() {
+        // 1000 rows of 1 group; the device runs 100 groups at once.
+        let r = NdRange::new(1, &[], &[64_000], &[64]).unwrap();
+        assert_eq!(wave_rows(&r, 100), 100);
+        let mut p = SlicePlanner::new(r, 100);
+        let mut m = TimingModel::default();
+        // Slow start begins at one wave.
+        assert_eq!(p.next_slice(&m, 1_000_000).unwrap().rows, 100);
+        assert_eq!(p.next_slice(&m, 1_000_000).unwrap().rows, 200);
+        // One wave takes 16 ms (long work-items): a 1 ms target still gets one wave.
+        m.observe(waves(100, 100), 16_000_000);
+        assert_eq!(p.next_slice(&m, 1_000_000).unwrap().rows, 100);
+        // 50 µs waves: 1 ms holds 20 of them, rounded down to 16.
+        let mut fast = TimingModel::default();
+        fast.observe(1, 50_000);
+        assert_eq!(rows_for_target(&r, &fast, 1_000_000, 100), Some(1600));
+        // Rows of 10 groups: a wave of 25 groups needs 3 rows.
+        let r2 = NdRange::new(2, &[], &[100, 640], &[1, 64]).unwrap();
+        assert_eq!(r2.groups_per_row(), 10);
+        assert_eq!(wave_rows(&r2, 25), 3);
+        assert_eq!(waves(250, 100), 3);
+        assert_eq!(waves(0, 100), 0);
     }
 
     #[test]
@@ -416,7 +479,7 @@ mod tests {
         );
         let r = NdRange::new(1, &[], &[1 << 20], &[64]).unwrap();
         // 200 µs target: 160 µs of work fit, 128 after rounding down.
-        assert_eq!(rows_for_target(&r, &m, 200_000), Some(128));
+        assert_eq!(rows_for_target(&r, &m, 200_000, 1), Some(128));
     }
 
     #[test]
@@ -512,13 +575,17 @@ mod tests {
             r in arb_range(),
             obs in prop::collection::vec((1u64..10, 1u64..100_000), 0..6),
             target in 1u64..200_000,
+            wave in 1u64..64,
         ) {
-            let mut p = SlicePlanner::new(r);
+            let mut p = SlicePlanner::new(r, wave);
             let mut m = TimingModel::default();
             let mut out = Vec::new();
             let mut obs = obs.into_iter();
             while let Some(s) = p.next_slice(&m, target) {
                 prop_assert!(s.rows >= 1);
+                // Whole waves, except the range's last slice.
+                let last = s.first_row + s.rows == r.rows();
+                prop_assert!(last || s.rows % p.wave_rows() == 0);
                 out.push(s);
                 if let Some((wg, ns)) = obs.next() {
                     m.observe(wg, ns);

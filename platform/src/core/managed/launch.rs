@@ -189,6 +189,42 @@ fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) ->
     rc == CL_SUCCESS
 }
 
+/// How many work-groups of `items` work-items each the device runs at once: its compute
+/// units times the groups one unit holds. A GPU compute unit (an NVIDIA SM) holds up to
+/// 2048 resident work-items in at most 32 groups; a CPU device's unit (PoCL's thread) runs
+/// one group at a time. Registers or local memory can lower a GPU's real figure; erring
+/// high makes slices longer, never narrower than a wave.
+/// Also says whether the device is a GPU.
+fn wave_work_groups(
+    device: &crate::core::forward::Inner<cl_device_id>,
+    items: usize,
+) -> (u64, bool) {
+    static DEVICES: once_cell::sync::Lazy<
+        std::sync::Mutex<std::collections::HashMap<usize, (u64, bool)>>,
+    > = once_cell::sync::Lazy::new(Default::default);
+    let mut known = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
+    let (units, gpu) = *known.entry(device.h as usize).or_insert_with(|| {
+        let info = |what| {
+            fetch_info(|s, v, r| match device.vt.clGetDeviceInfo {
+                // SAFETY: the vendor's query on its own device.
+                Some(f) => unsafe { f(device.h, what, s, v, r) },
+                None => CL_INVALID_OPERATION,
+            })
+            .unwrap_or_default()
+        };
+        let word = |b: Vec<u8>| b.iter().rev().fold(0u64, |a, &x| (a << 8) | x as u64);
+        let units = word(info(CL_DEVICE_MAX_COMPUTE_UNITS)).max(1);
+        let gpu = word(info(CL_DEVICE_TYPE)) & CL_DEVICE_TYPE_GPU as u64 != 0;
+        (units, gpu)
+    });
+    let per_unit = if gpu {
+        (2048 / items.max(1)).clamp(1, 32) as u64
+    } else {
+        1
+    };
+    (units * per_unit, gpu)
+}
+
 /// Builds the FIFO entry of a launch.
 pub fn build(
     k: &Kernel,
@@ -217,7 +253,11 @@ pub fn build(
         // cannot be set, the snapshot keeps the native value and the launch stays whole.
         sliceable = sliceable && set_geometry(&clone, k, i, &geo);
     }
+    let group: usize = geo.local.unwrap_or(unit).iter().product();
+    let (wave_wgs, gpu) = wave_work_groups(device, group);
     Launch {
+        wave_wgs,
+        gpu,
         kernel: clone,
         work_dim: geo.work_dim,
         offset: geo.offset,
