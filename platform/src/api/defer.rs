@@ -55,22 +55,35 @@ pub fn direct<T>(
     }
     if let Some(watch) = watch {
         let watched = r.is_ok() && !ev.is_null() && {
+            // Only the application's own event can be seen complete by it.
+            if !event.is_null() {
+                watch.set_event(ev);
+            }
+            let data = Arc::into_raw(watch.clone()) as *mut std::ffi::c_void;
             match vt.clSetEventCallback {
-                // SAFETY: our trampoline, with the reference `direct_submitted` made for it.
-                Some(f) => unsafe {
-                    f(
-                        ev,
-                        CL_COMPLETE as cl_int,
-                        Some(managed::on_direct_done),
-                        watch,
-                    ) == CL_SUCCESS
-                },
-                None => false,
+                // SAFETY: our trampoline, with a Watch reference it takes back.
+                Some(f)
+                    if unsafe {
+                        f(
+                            ev,
+                            CL_COMPLETE as cl_int,
+                            Some(managed::on_direct_done),
+                            data,
+                        )
+                    } == CL_SUCCESS =>
+                {
+                    true
+                }
+                _ => {
+                    // SAFETY: the vendor refused it: the reference is ours again.
+                    drop(unsafe { Arc::from_raw(data as *const managed::Watch) });
+                    false
+                }
             }
         };
-        if !watched {
-            // SAFETY: the reference was not handed to the vendor.
-            unsafe { managed::direct_abandoned(watch) };
+        // Unwatched, or already complete (a blocking command): its demand ends now.
+        if !watched || managed::is_complete(vt, ev) {
+            watch.complete();
         }
     }
     if !local.is_null() {

@@ -35,6 +35,12 @@ pub fn wait_for_events(num_events: cl_uint, event_list: *const cl_event) -> CLRe
     deferred().for_each(|d| d.wait());
     let vt = first.inner.vt;
     vtry!(vt, clWaitForEvents(list.len(), list.ptr()))?;
+    // Watched direct commands end their demand now, not at the vendor's (late) callback.
+    for e in &events {
+        if let Some(m) = e.queue.as_ref().and_then(|q| q.get().managed.as_ref()) {
+            m.seen_complete(e.inner.h);
+        }
+    }
     // "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the execution status of any of the
     // events in event_list is a negative integer value." A deferred command's event is a
     // vendor user event inside, for which a vendor may not say so (NVIDIA does not).
@@ -84,6 +90,19 @@ pub fn get_event_info(
                 .get(..4)
                 .map_or(1, |x| cl_uint::from_ne_bytes([x[0], x[1], x[2], x[3]]));
             bytes_of(&n.saturating_sub(1)).to_vec()
+        }
+        CL_EVENT_COMMAND_EXECUTION_STATUS => {
+            let b = vendor()?;
+            // A poll that sees a watched direct command complete ends its demand.
+            let complete = b.get(..4).is_some_and(|x| {
+                cl_int::from_ne_bytes([x[0], x[1], x[2], x[3]]) <= CL_COMPLETE as cl_int
+            });
+            if complete {
+                if let Some(m) = e.queue.as_ref().and_then(|q| q.get().managed.as_ref()) {
+                    m.seen_complete(e.inner.h);
+                }
+            }
+            b
         }
         _ => vendor()?,
     };

@@ -321,6 +321,7 @@ pub fn finish(command_queue: cl_command_queue) -> CLResult<()> {
     vtry!(q.inner.vt, clFinish(q.inner.h))?;
     if let Some(m) = &q.managed {
         m.settle_all();
+        m.finished_all();
     }
     Ok(())
 }

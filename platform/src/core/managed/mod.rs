@@ -111,6 +111,34 @@ pub struct Managed {
     open_events: Mutex<Vec<std::sync::Weak<Deferred>>>,
     /// Commands of this queue that reached the vendor unready (see [`Managed::ready`]).
     unready: readiness::Tail,
+    /// Watched direct commands not yet seen complete.
+    watches: Mutex<Vec<Arc<Watch>>>,
+}
+
+/// A direct command whose completion ends the demand it raised (see
+/// [`Managed::direct_submitted`]): completed once, by whichever comes first of the
+/// vendor's callback, the application seeing its event complete, or `clFinish`.
+pub struct Watch {
+    m: Arc<Managed>,
+    /// The command's vendor event, once it exists.
+    event: AtomicUsize,
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl Watch {
+    /// Records the command's vendor event.
+    pub fn set_event(&self, e: cl_event) {
+        self.event.store(e as usize, Ordering::Release);
+    }
+
+    /// The command is complete: its demand ends (once).
+    pub fn complete(self: &Arc<Self>) {
+        if self.done.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.m.lock_watches().retain(|w| !Arc::ptr_eq(w, self));
+        self.m.direct_done();
+    }
 }
 
 use softpreempt_sched::monotonic_ns;
@@ -181,6 +209,7 @@ impl Managed {
             label: label.to_string(),
             open_events: Mutex::new(Vec::new()),
             unready: readiness::Tail::default(),
+            watches: Mutex::new(Vec::new()),
         })
     }
 
@@ -306,12 +335,12 @@ impl Managed {
     /// Fast path bookkeeping, before a ready command (see [`Managed::ready`]) goes to the
     /// vendor directly: when a lower priority is registered, raise demand until the
     /// command completes, so the lower one yields at its next slice boundary. Returns the
-    /// callback data to register on the command's vendor event, if it is to be watched.
+    /// watch to complete when the command is seen complete, if it is to be watched.
     ///
     /// A command that is not ready is never watched: its demand could hold the device
     /// from lower priorities until the application sets a user event, perhaps never if it
     /// first waits for one of those lower-priority queues.
-    pub fn direct_submitted(self: &Arc<Self>) -> Option<*mut c_void> {
+    pub fn direct_submitted(self: &Arc<Self>) -> Option<Arc<Watch>> {
         let c = self.client.as_ref()?;
         if !c.lower_priority_registered() {
             return None;
@@ -319,7 +348,40 @@ impl Managed {
         self.outstanding.fetch_add(1, Ordering::AcqRel);
         c.announce_demand();
         c.note_behind();
-        Some(Arc::into_raw(self.clone()) as *mut c_void)
+        let w = Arc::new(Watch {
+            m: self.clone(),
+            event: AtomicUsize::new(0),
+            done: std::sync::atomic::AtomicBool::new(false),
+        });
+        self.lock_watches().push(w.clone());
+        Some(w)
+    }
+
+    fn lock_watches(&self) -> MutexGuard<'_, Vec<Arc<Watch>>> {
+        self.watches.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The application saw vendor event `e` of this queue complete (`clWaitForEvents`, a
+    /// status query): a watched direct command it belongs to is done now. The vendor's
+    /// completion callback says the same, but NVIDIA delivers it milliseconds late, and
+    /// until then the demand would keep lower priorities off an idle device.
+    pub fn seen_complete(&self, e: cl_event) {
+        let w = self
+            .lock_watches()
+            .iter()
+            .find(|w| w.event.load(Ordering::Acquire) == e as usize)
+            .cloned();
+        if let Some(w) = w {
+            w.complete();
+        }
+    }
+
+    /// After the vendor's clFinish: every watched direct command of this queue is done.
+    pub fn finished_all(&self) {
+        let all = std::mem::take(&mut *self.lock_watches());
+        for w in all {
+            w.complete();
+        }
     }
 
     /// A direct command's completion (see [`Managed::direct_submitted`]).
@@ -339,27 +401,45 @@ impl Managed {
     }
 }
 
+/// A test hook, not a setting: `SOFTPREEMPT_TEST_LATE_CALLBACK_MS` delays the handling
+/// of direct commands' completion callbacks, as NVIDIA's driver delays the callbacks.
+fn late_callbacks() -> Option<std::time::Duration> {
+    static DELAY: once_cell::sync::Lazy<Option<std::time::Duration>> =
+        once_cell::sync::Lazy::new(|| {
+            std::env::var("SOFTPREEMPT_TEST_LATE_CALLBACK_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .map(std::time::Duration::from_millis)
+        });
+    *DELAY
+}
+
+/// Whether vendor event `e` has completed (or failed).
+pub fn is_complete(vt: &cl_icd_dispatch, e: cl_event) -> bool {
+    deferred::status_of(vt, e) <= CL_COMPLETE as cl_int
+}
+
 /// Vendor callback for a fast-path command's completion.
 ///
 /// # Safety
-/// Only the vendor calls this, with `data` from [`Managed::direct_submitted`].
+/// Only the vendor calls this, with `data` from `Arc::into_raw` of a [`Watch`].
 pub unsafe extern "C" fn on_direct_done(_e: cl_event, _status: cl_int, data: *mut c_void) {
     let r = std::panic::catch_unwind(|| {
         // SAFETY: the Arc reference given to the vendor with this callback.
-        let m = unsafe { Arc::from_raw(data as *const Managed) };
-        m.direct_done();
+        let w = unsafe { Arc::from_raw(data as *const Watch) };
+        match late_callbacks() {
+            // Emulates a driver that delivers completion callbacks late (NVIDIA), so
+            // tests can show that demand ends without them (`tests/managed_handback.rs`).
+            Some(delay) => {
+                std::thread::spawn(move || {
+                    std::thread::sleep(delay);
+                    w.complete();
+                });
+            }
+            None => w.complete(),
+        }
     });
     if r.is_err() {
         tracing::error!("softpreempt: internal error in a completion callback (suppressed)");
     }
-}
-
-/// Undoes [`Managed::direct_submitted`] when no callback could be registered.
-///
-/// # Safety
-/// `data` must come from `direct_submitted` and not be given to the vendor.
-pub unsafe fn direct_abandoned(data: *mut c_void) {
-    // SAFETY: by the function's contract.
-    let m = unsafe { Arc::from_raw(data as *const Managed) };
-    m.direct_done();
 }

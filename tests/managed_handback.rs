@@ -1,0 +1,95 @@
+//! Issue 12 (hand-back): a high-priority direct command's demand ends as soon as the
+//! application sees the command complete, not when the vendor's completion callback gets
+//! round to it (NVIDIA delivers those milliseconds late, and until then every lower
+//! priority stays off an idle device). Shown through the arbiter's statistics: right
+//! after `clWaitForEvents`, `clFinish` or a status poll that reads `CL_COMPLETE`, the
+//! high client no longer demands the device. The layer's test hook
+//! `SOFTPREEMPT_TEST_LATE_CALLBACK_MS` makes PoCL's callbacks as late as NVIDIA's, so the
+//! callback alone cannot pass the test.
+
+mod common;
+mod managed_common;
+
+use common::{ok, Env};
+use managed_common as mc;
+use opencl_sys::*;
+
+/// No linger, so a client whose demand ended reads `idle` at once.
+const SCHED: &str = "hp_linger_us = 0";
+
+fn queue(env: &Env, level: cl_queue_priority_khr) -> cl_command_queue {
+    let props = [
+        CL_QUEUE_PRIORITY_KHR as cl_queue_properties,
+        level as cl_queue_properties,
+        0,
+    ];
+    let mut err = 0;
+    // SAFETY: a live context and device, a zero-terminated property list.
+    let q = unsafe {
+        clCreateCommandQueueWithProperties(env.context, env.device, props.as_ptr(), &mut err)
+    };
+    ok(err);
+    q
+}
+
+/// The high client's state, as `softpreempt status` shows it.
+fn high_state(dir: &std::path::Path) -> String {
+    mc::clients_of(dir, std::process::id())
+        .into_iter()
+        .find(|c| c.priority.map(|p| p.to_string()).as_deref() == Some("high"))
+        .map(|c| c.state.as_str().to_string())
+        .unwrap_or_else(|| panic!("no high client: {}", mc::describe(dir)))
+}
+
+#[test]
+fn demand_ends_when_the_application_sees_completion() {
+    std::env::set_var("SOFTPREEMPT_TEST_LATE_CALLBACK_MS", "2000");
+    let dir = mc::init(SCHED);
+    let _g = mc::serial();
+    let env = Env::sp();
+    // A registered low queue: the high queue's direct commands are then watched.
+    let low = queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
+    let high = queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
+    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    let out = env.buffer(256 * 4);
+    mc::arg(k, 0, out);
+    mc::arg(k, 1, 7u32);
+    mc::arg(k, 2, 1000u32);
+    let launch = || {
+        let mut ev = std::ptr::null_mut();
+        ok(mc::enqueue(
+            high,
+            k,
+            None,
+            &[256],
+            Some(&[64]),
+            &[],
+            Some(&mut ev),
+        ));
+        ev
+    };
+    for i in 0..30 {
+        let ev = launch();
+        match i % 3 {
+            // SAFETY: one live event.
+            0 => ok(unsafe { clWaitForEvents(1, &ev) }),
+            1 => mc::finish(high),
+            _ => while mc::status(ev) != CL_COMPLETE {},
+        }
+        let state = high_state(dir);
+        assert!(
+            state == "idle" || state == "lingering",
+            "launch {i}: the high client still demands the device after its command was \
+             seen complete ({state})\n{}",
+            mc::describe(dir)
+        );
+        // SAFETY: our event, released once.
+        ok(unsafe { clReleaseEvent(ev) });
+    }
+    for q in [high, low] {
+        // SAFETY: queues the test owns.
+        ok(unsafe { clReleaseCommandQueue(q) });
+    }
+}
