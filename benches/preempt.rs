@@ -29,8 +29,9 @@ const SPEC_ENV: &str = "SOFTPREEMPT_BENCH_SPEC";
 /// Prefix of the child's protocol lines on stdout.
 const MARK: &str = "@preempt ";
 
-/// The default `sched.target_slice_us` (a `corun-sp` row without `--target-us` ran at it).
-const DEFAULT_TARGET_US: u64 = 1000;
+/// The default `sched.target_slice_us` on a GPU and on other devices (a `corun-sp` row
+/// without `--target-us` ran at it).
+const DEFAULT_TARGET_US: (u64, u64) = (250, 1000);
 
 fn main() {
     if child::run_from_env() {
@@ -85,7 +86,13 @@ fn main() {
 }
 
 fn plots(report: &serde_json::Value, dir: &Path) {
-    match plot::write_all(report, dir, DEFAULT_TARGET_US) {
+    let gpu = report["calibration"]["gpu"].as_bool().unwrap_or(false);
+    let target = if gpu {
+        DEFAULT_TARGET_US.0
+    } else {
+        DEFAULT_TARGET_US.1
+    };
+    match plot::write_all(report, dir, target) {
         Ok(files) => {
             for f in files {
                 eprintln!("wrote {}", f.display());

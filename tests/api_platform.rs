@@ -14,7 +14,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 fn platform_identity_strings() {
     let p = sp_platform();
     assert_eq!(platform_string(p, CL_PLATFORM_NAME), "SoftPreempt");
-    assert_eq!(platform_string(p, CL_PLATFORM_VENDOR), "SoftPreempt");
+    // The wrapped vendor's, unchanged (applications' vendor quirk tables key on it).
+    assert_eq!(
+        platform_string(p, CL_PLATFORM_VENDOR),
+        platform_string(bare_platform(), CL_PLATFORM_VENDOR)
+    );
     let v = platform_string(p, CL_PLATFORM_VERSION);
     let bare_v = platform_string(bare_platform(), CL_PLATFORM_VERSION);
     // "OpenCL<space><major.minor><space>..." with the inner version kept.

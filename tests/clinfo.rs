@@ -85,4 +85,29 @@ fn clinfo_lists_softpreempt_and_matches_bare_device() {
         diffs.join("\n")
     );
     assert!(sp["CL_DEVICE_EXTENSIONS"].contains("cl_khr_priority_hints"));
+    // The platforms stay apart in clinfo's listing: same vendor (the wrapped one's), but
+    // their own name and version. clinfo lists each platform's NAME, VENDOR and VERSION
+    // on consecutive lines.
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let value = |l: &str, key: &str| l.strip_prefix(key).map(|v| v.trim().to_string());
+    let platforms: Vec<(String, String, String)> = lines
+        .windows(3)
+        .filter_map(|w| {
+            Some((
+                value(w[0], "CL_PLATFORM_NAME")?,
+                value(w[1], "CL_PLATFORM_VENDOR")?,
+                value(w[2], "CL_PLATFORM_VERSION")?,
+            ))
+        })
+        .collect();
+    let find = |name: &str| {
+        platforms
+            .iter()
+            .find(|p| p.0 == name)
+            .unwrap_or_else(|| panic!("platform {name} not listed: {platforms:?}"))
+    };
+    let (ours, bare) = (find("SoftPreempt"), find(&common::vendor_name()));
+    assert_eq!(ours.1, bare.1, "CL_PLATFORM_VENDOR is the wrapped vendor's");
+    assert_ne!(ours.2, bare.2, "CL_PLATFORM_VERSION");
+    assert!(ours.2.contains("SoftPreempt"), "{}", ours.2);
 }

@@ -503,53 +503,6 @@ fn the_hidden_argument_is_no_argument() {
     }
 }
 
-/// The binary of a program built through SoftPreempt (one device).
-fn binary_of(p: cl_program) -> Vec<u8> {
-    // SAFETY: a vendor info query with the buffer and sizes info_* passes.
-    let size: usize = common::info_scalar(|s, v, r| unsafe {
-        clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, s, v, r)
-    });
-    let mut bin = vec![0u8; size];
-    let mut ptr = bin.as_mut_ptr();
-    // SAFETY: one device, one buffer of its binary's size.
-    ok(unsafe {
-        clGetProgramInfo(
-            p,
-            CL_PROGRAM_BINARIES,
-            std::mem::size_of::<*mut u8>(),
-            &mut ptr as *mut *mut u8 as *mut c_void,
-            null_mut(),
-        )
-    });
-    bin
-}
-
-/// A built program from `bin`, and its kernel `name`.
-fn from_binary(env: &Env, bin: &[u8], name: &str) -> cl_kernel {
-    let bin_ptr = bin.as_ptr();
-    let (mut status, mut err) = (0, 0);
-    // SAFETY: one device, one binary of `bin.len()` bytes.
-    let p = unsafe {
-        clCreateProgramWithBinary(
-            env.context,
-            1,
-            &env.device,
-            &bin.len(),
-            &bin_ptr as *const *const u8 as *mut *const u8,
-            &mut status,
-            &mut err,
-        )
-    };
-    ok(err);
-    ok(status);
-    // SAFETY: valid program and device.
-    ok(unsafe { clBuildProgram(p, 1, &env.device, null(), None, null_mut()) });
-    let k = env.kernel(p, name);
-    // SAFETY: the kernel holds its program.
-    unsafe { clReleaseProgram(p) };
-    k
-}
-
 #[test]
 fn binaries_round_trip_and_stay_sliceable() {
     let (dir, _g) = setup();
@@ -557,7 +510,7 @@ fn binaries_round_trip_and_stay_sliceable() {
     let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
     let sp = Env::sp();
     let p = mc::build(&sp, c.source, "").unwrap();
-    let k = from_binary(&sp, &binary_of(p), c.kernel);
+    let k = mc::from_binary(&sp, &mc::binary_of(p), c.kernel);
     assert_eq!(
         num_args(k),
         2,
@@ -573,38 +526,26 @@ fn binaries_round_trip_and_stay_sliceable() {
 
 const BINARY_FILE: &str = "SP_TEST_REWRITTEN_BINARY";
 
-/// Another process does not know the binary's digest: its kernels still hide the
-/// argument (found by name) and give the same results, but are not sliced.
+/// Another process finds what the rewrite learned in the program store, under the bare
+/// binary the application was given: its kernels hide the argument, give the same
+/// results, and are sliced.
 #[test]
-fn binaries_loaded_by_another_process_hide_the_argument() {
+fn binaries_loaded_by_another_process_are_sliced() {
     let _g = setup();
-    // Another process knows a rewritten binary by its last argument's name, which PoCL
-    // reports for programs from binaries; NVIDIA does not (a known limitation: there the
-    // hidden argument shows in a binary loaded by another process).
-    if !mc::is_pocl() {
-        eprintln!("skipped: the vendor reports no argument names for binaries");
-        return;
-    }
     let sp = Env::sp();
     let p = mc::build(&sp, group_ids().source, "").unwrap();
     let file = mc::private_dir("binary").join("rewritten.bin");
-    std::fs::write(&file, binary_of(p)).unwrap();
+    std::fs::write(&file, mc::binary_of(p)).unwrap();
     // SAFETY: our program.
     unsafe { clReleaseProgram(p) };
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "binary_child", "--nocapture", "--test-threads=1"])
-        .env(BINARY_FILE, &file)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.contains("binary child ok"),
-        "{text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    mc::run_child(
+        "binary_child",
+        (BINARY_FILE, file.as_os_str()),
+        "binary child ok",
     );
 }
 
-/// The other process of [`binaries_loaded_by_another_process_hide_the_argument`].
+/// The other process of [`binaries_loaded_by_another_process_are_sliced`].
 #[test]
 fn binary_child() {
     let Ok(file) = std::env::var(BINARY_FILE) else {
@@ -614,22 +555,14 @@ fn binary_child() {
     let c = group_ids();
     let want = run(&Env::new(bare_platform()), &c, c.local.as_deref());
     let sp = Env::sp();
-    let k = from_binary(&sp, &std::fs::read(file).unwrap(), c.kernel);
+    let k = mc::from_binary(&sp, &std::fs::read(file).unwrap(), c.kernel);
     assert_eq!(
         num_args(k),
         2,
         "CL_KERNEL_NUM_ARGS of the kernel from the binary"
     );
-    let got = sliced_run(dir, &sp, false, "foreign binary", || {
-        let before = mc::my_slices(dir);
-        let got = launch(&sp, &c, k, c.local.as_deref());
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let slices = mc::my_slices(dir) - before;
-        assert!(
-            slices <= 1,
-            "a foreign binary's kernel was sliced: {slices}"
-        );
-        got
+    let got = sliced_run(dir, &sp, true, "binary from another process", || {
+        launch(&sp, &c, k, c.local.as_deref())
     });
     assert!(want == got, "{}", mc::first_difference(&want[0], &got[0]));
     println!("binary child ok");

@@ -12,6 +12,7 @@ mod locate;
 mod manifest;
 mod run;
 mod status;
+mod store;
 mod trace_merge;
 mod units;
 
@@ -53,6 +54,12 @@ const COMMANDS: &[(&str, &str, &str, Handler)] = &[
         demo::USAGE,
         "show HP latency and LP throughput, bare vs SoftPreempt",
         demo::run,
+    ),
+    (
+        "store",
+        store::USAGE,
+        "show or clear the program store (what SoftPreempt learned from program sources)",
+        store::run,
     ),
     (
         "trace",

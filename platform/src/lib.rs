@@ -7,4 +7,5 @@ pub mod api;
 pub mod config;
 pub mod core;
 pub mod log;
+pub mod store;
 pub mod trace;

@@ -59,12 +59,17 @@ fn good_file_sets_every_key() {
         ]
     );
     assert_eq!(c.sched.slice, SliceMode::Always);
-    assert_eq!(c.sched.target_slice_us, 500);
+    assert_eq!(c.sched.target_slice_us, Some(500));
     assert_eq!(c.sched.max_inflight, 1);
     assert_eq!(c.sched.min_share, 0.25);
     assert_eq!(c.sched.hp_linger_us, 0);
     assert_eq!(c.sched.arbiter_timeout_ms, 250);
     assert_eq!(c.sched.shm_group.as_deref(), Some("gpu-users"));
+    assert_eq!(
+        c.store.dir.as_deref(),
+        Some(Path::new("/tmp/softpreempt-store"))
+    );
+    assert_eq!(c.store.max_mb, 16);
     assert_eq!(
         c.trace.dir.as_deref(),
         Some(Path::new("/tmp/softpreempt-trace"))

@@ -105,11 +105,35 @@ pub fn setup() {
                 None => std::env::remove_var(k),
             }
         }
+        private_cache();
         // A test machine's /etc/softpreempt.toml must not change what the tests see.
         if std::env::var_os("SOFTPREEMPT_CONFIG").is_none() {
             std::env::set_var("SOFTPREEMPT_CONFIG", "/dev/null");
         }
     });
+}
+
+/// Names the environment variable that marks a process tree's private cache directory.
+pub const TEST_CACHE: &str = "SOFTPREEMPT_TEST_CACHE";
+
+/// Points `XDG_CACHE_HOME` (where the program store lives) at a directory private to this
+/// test process and the processes it starts, so no test reads or leaves a store entry
+/// anywhere else. PoCL's own compiler cache stays where it was (`POCL_CACHE_DIR`), so
+/// tests do not compile everything afresh.
+fn private_cache() {
+    if std::env::var_os(TEST_CACHE).is_some() {
+        return;
+    }
+    let real = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    if let (None, Some(real)) = (std::env::var_os("POCL_CACHE_DIR"), real) {
+        std::env::set_var("POCL_CACHE_DIR", real.join("pocl"));
+    }
+    let dir = std::env::temp_dir().join(format!("softpreempt-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::env::set_var("XDG_CACHE_HOME", &dir);
+    std::env::set_var(TEST_CACHE, &dir);
 }
 
 pub fn platforms() -> Vec<cl_platform_id> {

@@ -154,6 +154,78 @@ pub fn build(env: &common::Env, src: &str, options: &str) -> Result<cl_program, 
     Ok(prog)
 }
 
+/// Runs test `name` of this test binary in a child process with `env` set (the test does
+/// nothing without it), and checks that it passed and printed `marker`.
+pub fn run_child(name: &str, env: (&str, &std::ffi::OsStr), marker: &str) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads=1"])
+        .env(env.0, env.1)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains(marker),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The binary of a built program (one device).
+pub fn binary_of(p: cl_program) -> Vec<u8> {
+    // SAFETY: a vendor info query with the buffer and sizes info_* passes.
+    let size: usize = common::info_scalar(|s, v, r| unsafe {
+        clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, s, v, r)
+    });
+    let mut bin = vec![0u8; size];
+    let mut ptr = bin.as_mut_ptr();
+    // SAFETY: one device, one buffer of its binary's size.
+    common::ok(unsafe {
+        clGetProgramInfo(
+            p,
+            CL_PROGRAM_BINARIES,
+            std::mem::size_of::<*mut u8>(),
+            &mut ptr as *mut *mut u8 as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    });
+    bin
+}
+
+/// A program created from `bin` (one device) and built with `options`.
+pub fn program_from_binary(env: &common::Env, bin: &[u8], options: &str) -> cl_program {
+    let bin_ptr = bin.as_ptr();
+    let (mut status, mut err) = (0, 0);
+    // SAFETY: one device, one binary of `bin.len()` bytes.
+    let p = unsafe {
+        clCreateProgramWithBinary(
+            env.context,
+            1,
+            &env.device,
+            &bin.len(),
+            &bin_ptr as *const *const u8 as *mut *const u8,
+            &mut status,
+            &mut err,
+        )
+    };
+    common::ok(err);
+    common::ok(status);
+    let o = CString::new(options).unwrap();
+    // SAFETY: valid program, device and options.
+    common::ok(unsafe {
+        clBuildProgram(p, 1, &env.device, o.as_ptr(), None, std::ptr::null_mut())
+    });
+    p
+}
+
+/// A built program from `bin`, and its kernel `name`.
+pub fn from_binary(env: &common::Env, bin: &[u8], name: &str) -> cl_kernel {
+    let p = program_from_binary(env, bin, "");
+    let k = env.kernel(p, name);
+    // SAFETY: the kernel holds its program.
+    unsafe { clReleaseProgram(p) };
+    k
+}
+
 /// Sets a plain (by value) kernel argument.
 #[track_caller]
 pub fn arg<T: Copy>(k: cl_kernel, i: u32, v: T) {

@@ -23,17 +23,21 @@ pub fn deferring(q: &Obj<Queue>) -> Option<&Arc<Managed>> {
 /// Sends one command straight to the vendor on a managed queue: earlier deferred commands
 /// first reach the vendor (in-order semantics), and while a lower priority shares the
 /// device the command's completion is watched, so that it yields until then.
+///
+/// `claim` is the budget a short launch claimed to go direct ([`Launch::Direct`]); it is
+/// given back when the command completes (or at once if the vendor refuses it).
 pub fn direct<T>(
     m: &Arc<Managed>,
     q: &Obj<Queue>,
     wait: InnerEvents,
     event: *mut cl_event,
+    claim: u64,
     call: impl FnOnce(&Inner<cl_command_queue>, cl_uint, *const cl_event, *mut cl_event) -> CLResult<T>,
 ) -> CLResult<T> {
     m.drain();
     let mut out = OutEvent::new(event);
     let ready = m.ready(wait.as_slice());
-    let watch = if ready { m.direct_submitted() } else { None };
+    let watch = m.direct_submitted(ready, claim);
     if ready && watch.is_none() {
         let r = call(&q.get().inner, wait.len(), wait.ptr(), out.ptr())?;
         out.publish(q);
@@ -153,8 +157,16 @@ pub struct Range {
     pub local: *const usize,
 }
 
-/// Defers a kernel launch, if it can be: `Ok(false)` means it must go direct (the vendor
-/// would report an error at once, or cannot snapshot the kernel).
+/// Where [`launch`] put a kernel launch.
+pub enum Launch {
+    /// In the FIFO.
+    Deferred,
+    /// To go straight to the vendor, with the budget it claimed (0: none; the vendor
+    /// would report an error at once, or cannot snapshot the kernel).
+    Direct(u64),
+}
+
+/// Defers a kernel launch, if it must be.
 pub fn launch(
     m: &Arc<Managed>,
     q: &Obj<Queue>,
@@ -162,11 +174,11 @@ pub fn launch(
     kind: cl_command_type,
     range: Range,
     (n, list, event): (cl_uint, *const cl_event, *mut cl_event),
-) -> CLResult<bool> {
+) -> CLResult<Launch> {
     // "CL_INVALID_KERNEL_ARGS if the kernel argument values have not been specified" is
     // the vendor's to say, synchronously: such a launch goes direct.
     if !k.args_set.all() {
-        return Ok(false);
+        return Ok(Launch::Direct(0));
     }
     let Some(geo) = launch::geometry(
         k,
@@ -176,15 +188,21 @@ pub fn launch(
         range.global,
         range.local,
     ) else {
-        return Ok(false);
+        return Ok(Launch::Direct(0));
     };
+    // A launch known to be short goes direct while the budget allows (rule 6).
+    if let Some(pred) = launch::predicted_ns(k, &m.device, &geo) {
+        if m.claim_direct(pred.max(1)) {
+            return Ok(Launch::Direct(pred.max(1)));
+        }
+    }
     let wait = wait_list(q, n, list)?;
     let Some(clone) = launch::snapshot(k) else {
         crate::warn_once!(
             "no-clone-kernel",
             "softpreempt: the vendor cannot clone kernels (clCloneKernel); launches are not deferred"
         );
-        return Ok(false);
+        return Ok(Launch::Direct(0));
     };
     let keep = launch::keep_args(k);
     let d = event_for(q, m, event, kind)?;
@@ -196,7 +214,7 @@ pub fn launch(
         event: d.clone(),
     });
     publish(q, event, d);
-    Ok(true)
+    Ok(Launch::Deferred)
 }
 
 /// Defers a command that is one vendor call with a wait list (markers, barriers).

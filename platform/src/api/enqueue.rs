@@ -74,8 +74,21 @@ fn submit_with<T>(
     event: *mut cl_event,
     call: impl FnOnce(&Inner<cl_command_queue>, cl_uint, *const cl_event, *mut cl_event) -> CLResult<T>,
 ) -> CLResult<T> {
+    submit_claimed(q, wait, event, 0, call)
+}
+
+/// [`submit_with`] for a short launch that claimed `claim` ns of its queue's direct budget
+/// (see `defer::Launch::Direct`).
+#[inline]
+fn submit_claimed<T>(
+    q: &Obj<Queue>,
+    wait: InnerEvents,
+    event: *mut cl_event,
+    claim: u64,
+    call: impl FnOnce(&Inner<cl_command_queue>, cl_uint, *const cl_event, *mut cl_event) -> CLResult<T>,
+) -> CLResult<T> {
     if let Some(m) = &q.get().managed {
-        return defer::direct(m, q, wait, event, call);
+        return defer::direct(m, q, wait, event, claim, call);
     }
     let mut out = OutEvent::new(event);
     let r = call(&q.get().inner, wait.len(), wait.ptr(), out.ptr())?;
@@ -420,6 +433,7 @@ pub fn enqueue_ndrange_kernel(
     let q = queue(command_queue)?;
     let k = kernel(q, kernel_h)?;
     let trailing = (num_events_in_wait_list, event_wait_list, event);
+    let mut claim = 0;
     if let Some(m) = defer::deferring(q) {
         let range = defer::Range {
             work_dim,
@@ -427,21 +441,28 @@ pub fn enqueue_ndrange_kernel(
             global: global_work_size,
             local: local_work_size,
         };
-        if defer::launch(m, q, k, CL_COMMAND_NDRANGE_KERNEL, range, trailing)? {
-            return Ok(());
+        match defer::launch(m, q, k, CL_COMMAND_NDRANGE_KERNEL, range, trailing)? {
+            defer::Launch::Deferred => return Ok(()),
+            defer::Launch::Direct(c) => claim = c,
         }
     }
-    submit!(
-        q,
-        trailing,
-        clEnqueueNDRangeKernel(
-            k.inner.h,
-            work_dim,
-            global_work_offset,
-            global_work_size,
-            local_work_size
+    let wait = InnerEvents::wait_list(num_events_in_wait_list, event_wait_list)?;
+    submit_claimed(q, wait, event, claim, |i, n, wl, ev| {
+        vtry!(
+            i.vt,
+            clEnqueueNDRangeKernel(
+                i.h,
+                k.inner.h,
+                work_dim,
+                global_work_offset,
+                global_work_size,
+                local_work_size,
+                n,
+                wl,
+                ev
+            )
         )
-    )
+    })
 }
 
 pub fn enqueue_task(
@@ -465,9 +486,15 @@ pub fn enqueue_task(
             global: &one,
             local: &one,
         };
-        if defer::launch(m, q, k, CL_COMMAND_TASK, range, trailing)? {
-            return Ok(());
+        if let defer::Launch::Direct(claim) =
+            defer::launch(m, q, k, CL_COMMAND_TASK, range, trailing)?
+        {
+            let wait = InnerEvents::wait_list(num_events_in_wait_list, event_wait_list)?;
+            return submit_claimed(q, wait, event, claim, |i, n, wl, ev| {
+                vtry!(i.vt, clEnqueueTask(i.h, k.inner.h, n, wl, ev))
+            });
         }
+        return Ok(());
     }
     submit!(q, trailing, clEnqueueTask(k.inner.h))
 }

@@ -40,22 +40,9 @@ pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static 
     .into();
     let mut arg_kinds = arg_kinds(&inner);
     let exec = program.get().exec();
-    let (hidden, sliceable) = match &exec {
-        Some(e) => (
-            e.info.hidden(&name),
-            logged(&name, crate::core::sliceable::of_rewritten(&e.info, &name)),
-        ),
-        None => match foreign_hidden(program.get(), &inner, arg_kinds.len()) {
-            Some(i) => (
-                Some(i),
-                logged(
-                    &name,
-                    Sliceable::No("its binary was rewritten by another process".into()),
-                ),
-            ),
-            None => (None, sliceability(program.get(), &name)),
-        },
-    };
+    let facts = crate::core::binaries::kernel_facts(program.get(), &name);
+    let hidden = facts.hidden.filter(|_| exec.is_some());
+    let sliceable = logged(&name, facts.sliceable);
     if let Some(i) = hidden {
         // The application's arguments end where the hidden one begins.
         arg_kinds = arg_kinds[..arg_kinds.len().min(i as usize)].into();
@@ -100,21 +87,6 @@ fn set_native_geometry(inner: &Inner<cl_kernel>, index: cl_uint) {
     }
 }
 
-/// The hidden argument of a kernel from a binary that another process's rewrite produced
-/// (its digest is unknown here): found by name when the vendor reports argument names.
-fn foreign_hidden(program: &Program, k: &Inner<cl_kernel>, n: usize) -> Option<cl_uint> {
-    let binary = matches!(
-        *program.origin.lock().unwrap_or_else(|e| e.into_inner()),
-        crate::core::sliceable::Origin::Binary(_)
-    );
-    if !binary {
-        return None;
-    }
-    let last = n.checked_sub(1)? as cl_uint;
-    let name = arg_info(k, last, CL_KERNEL_ARG_NAME).ok()?;
-    (info_string(&name) == crate::core::rewritten::HIDDEN_NAME).then_some(last)
-}
-
 /// Logs once per kernel name why it is never sliced.
 fn logged(name: &str, s: Sliceable) -> Sliceable {
     if let Sliceable::No(why) = &s {
@@ -124,12 +96,6 @@ fn logged(name: &str, s: Sliceable) -> Sliceable {
         );
     }
     s
-}
-
-/// Whether the new kernel may be sliced (rule 5), logged once per kernel name when not.
-fn sliceability(program: &Program, name: &str) -> Sliceable {
-    let origin = program.origin.lock().unwrap_or_else(|e| e.into_inner());
-    logged(name, crate::core::sliceable::of_kernel(&origin, name))
 }
 
 /// One `clGetKernelArgInfo` query on a fresh kernel, read whole.
@@ -195,6 +161,11 @@ pub fn create_kernel(program: cl_program, kernel_name: *const c_char) -> CLResul
     // "CL_INVALID_PROGRAM if program is not a valid program object."
     let o = Obj::<Program>::check(program)?;
     let p = o.get();
+    // "CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully built executable for
+    // program."
+    if p.building() {
+        return Err(CL_INVALID_PROGRAM_EXECUTABLE);
+    }
     // The name is plain text: the vendor validates it (NULL, unknown name).
     let h = vcreate!(p.inner.vt, clCreateKernel(p.exec_handle(), kernel_name))?;
     Ok(wrap_kernel(o, h).handle())

@@ -7,21 +7,24 @@
 //! own program, including the one `clLinkProgram` creates (see [`Notify`]).
 
 use crate::core::cl::*;
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_void, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::api::kernel::wrap_kernel;
 use crate::core::args::{bytes_of, bytes_of_slice, set_out, write_info};
+use crate::core::binaries;
 use crate::core::callback::{once_obj, Callback, ObjNotify};
 use crate::core::error::CLResult;
-use crate::core::forward::{fetch_info, hold_list, unwrap_list, Inner};
+use crate::core::forward::{fetch_info, hold_list, unwrap_list};
 use crate::core::handle::{new_obj, Obj, Ref};
 use crate::core::objects::{Context, Program};
 use crate::core::platform::Device;
 use crate::core::refcount;
-use crate::core::rewritten::{self, Exec, OwnedProgram, RewriteInfo};
-use crate::core::sliceable::{sha256_hex, Origin};
+use crate::core::rewritten::{self, Bare, Exec, OwnedProgram, RewriteInfo};
+use crate::core::sliceable::{self, sha256_hex, Origin};
+use crate::store::{Entry, Recipe, Unit};
 use crate::{vcreate, vtry};
 
 type NotifyFn = ObjNotify<cl_program>;
@@ -86,6 +89,9 @@ fn wrap_program(
         devices,
         origin: Mutex::new(origin),
         exec: Mutex::new(None),
+        known: Mutex::new(None),
+        unit: Mutex::new(None),
+        building: AtomicBool::new(false),
     })
 }
 
@@ -158,49 +164,25 @@ pub fn create_program_with_binary(
             let lens = crate::core::args::slice(lengths, num_devices as usize).unwrap_or(&[]);
             let bins = crate::core::args::slice(binaries as *const *const u8, num_devices as usize)
                 .unwrap_or(&[]);
-            let bytes: Vec<u8> = lens
+            let each: Vec<&[u8]> = lens
                 .iter()
                 .zip(bins)
-                .flat_map(|(&n, &b)| {
-                    crate::core::args::slice(b, n)
-                        .unwrap_or(&[])
-                        .iter()
-                        .copied()
-                })
+                .map(|(&n, &b)| crate::core::args::slice(b, n).unwrap_or(&[]))
                 .collect();
-            Origin::binary(&bytes)
+            Origin::binaries(&each)
         },
     )?;
-    if let Some(info) = recognised(num_devices, lengths, binaries) {
-        // Our own rewritten code: its kernels take the hidden argument.
-        let exec = Arc::new(Exec {
-            program: None,
-            info,
-        });
-        *check(h)?
-            .get()
-            .exec
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(exec);
-    }
+    // A binary whose program the layer built from source before (in this process or
+    // another): its kernels are scheduled as that build's were.
+    let p = check(h)?.get();
+    let inner: Vec<cl_device_id> = if devs.inner.is_empty() {
+        p.devices.iter().map(|d| d.get().inner.h).collect()
+    } else {
+        devs.inner.clone()
+    };
+    let known = binaries::recognise(&ctx.get().inner, &inner, lengths, binaries);
+    *p.known.lock().unwrap_or_else(|e| e.into_inner()) = known;
     Ok(h)
-}
-
-/// What the rewrite said of binaries (the vendor accepted the arrays) that all came from
-/// rewritten programs of this process (see `core::rewritten`).
-fn recognised(
-    n: cl_uint,
-    lengths: *const usize,
-    binaries: *mut *const ::core::ffi::c_uchar,
-) -> Option<Arc<RewriteInfo>> {
-    let lens = crate::core::args::slice(lengths, n as usize).ok()?;
-    let bins = crate::core::args::slice(binaries as *const *const u8, n as usize).ok()?;
-    let mut found = None;
-    for (&len, &b) in lens.iter().zip(bins) {
-        let bytes = crate::core::args::slice(b, len).ok()?;
-        found = Some(rewritten::binary_info(&sha256_hex(bytes))?);
-    }
-    found
 }
 
 pub fn create_program_with_built_in_kernels(
@@ -234,7 +216,10 @@ pub fn create_program_with_il(
         check_context(context)?,
         Vec::new(),
         |c| vcreate!(c.inner.vt, clCreateProgramWithIL(c.inner.h, il, length)),
-        || Origin::binary(crate::core::args::slice(il as *const u8, length).unwrap_or(&[])),
+        || {
+            let il = crate::core::args::slice(il as *const u8, length).unwrap_or(&[]);
+            Origin::binaries(&[il])
+        },
     )
 }
 
@@ -264,6 +249,8 @@ struct Notify {
     program: Mutex<Option<Ref<Program>>>,
     /// For link: the context and devices a new wrapper records.
     origin: Option<(Ref<Context>, Vec<Ref<Device>>)>,
+    /// The application has been notified: it never is twice (see [`Notify::fire`]).
+    fired: AtomicBool,
 }
 
 // SAFETY: `user_data` is the application's opaque pointer, only handed back to it; the
@@ -284,6 +271,7 @@ impl Notify {
             user_data,
             program: Mutex::new(program),
             origin,
+            fired: AtomicBool::new(false),
         })
     }
 
@@ -301,6 +289,17 @@ impl Notify {
             ),
             None => (None, user_data),
         }
+    }
+
+    /// Calls the application with its program for the vendor's `inner`, once.
+    fn fire(&self, inner: cl_program) {
+        if self.fired.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let h = self.handle_for(inner);
+        // SAFETY: the application's callback, called as the spec says, with its own
+        // program handle and user data.
+        unsafe { (self.func)(h, self.user_data) };
     }
 
     /// The application's handle for the vendor's program `inner` (NULL stays NULL: PoCL
@@ -327,10 +326,7 @@ unsafe extern "C" fn program_notify(inner: cl_program, data: *mut c_void) {
         // SAFETY: `data` is the count `Notify::vendor_args` gave the vendor for exactly
         // this trampoline; the vendor notifies once, so it is taken back once.
         let n = unsafe { Arc::from_raw(data as *const Notify) };
-        let h = n.handle_for(inner);
-        // SAFETY: the application's callback, called as the spec says, with its own
-        // program handle and user data.
-        unsafe { (n.func)(h, n.user_data) };
+        n.fire(inner);
     }));
     if r.is_err() {
         tracing::error!("softpreempt: internal error in a program notification (suppressed)");
@@ -347,6 +343,12 @@ fn build_args(
     user_data: *mut c_void,
 ) -> CLResult<(&'static Program, Devices, Option<Arc<Notify>>)> {
     let o = check(program)?;
+    // "CL_INVALID_OPERATION if the build of a program executable for any of the devices
+    // listed in device_list by a previous call to clBuildProgram for program has not
+    // completed."
+    if o.get().building() {
+        return Err(CL_INVALID_OPERATION);
+    }
     let devs = devices(num_devices, device_list)?;
     let notify = pfn_notify.map(|f| Notify::new(f, user_data, Some(o.hold()), None));
     Ok((o.get(), devs, notify))
@@ -363,7 +365,22 @@ pub fn build_program(
     let (p, devs, notify) = build_args(program, num_devices, device_list, pfn_notify, user_data)?;
     unhook(p)?;
     analyse(p, options, None);
-    let tried = match use_rewrite(p, &devs, options, None, pfn_notify.is_some(), user_data) {
+    match notify {
+        // As the bare build may: the build runs on, the application hears when it ends.
+        Some(n) if rewrite_applies(p) => build_async(check(program)?, devs, options, n),
+        notify => build_now(p, &devs, options, notify, user_data),
+    }
+}
+
+/// `clBuildProgram` of the rewritten source if there is one, else of the original.
+fn build_now(
+    p: &Program,
+    devs: &Devices,
+    options: *const c_char,
+    notify: Option<Arc<Notify>>,
+    user_data: *mut c_void,
+) -> CLResult<()> {
+    let tried = match use_rewrite(p, devs, options, None, notify.is_some(), user_data) {
         Ok(()) => return finished(notify),
         Err(why) => why,
     };
@@ -376,14 +393,114 @@ pub fn build_program(
     r
 }
 
-/// Builds (or compiles, with `headers`) the rewritten source instead of the original, if
-/// the program has one: `Ok` when that is done and the executable recorded; otherwise
-/// the caller builds the original, and `Err(Some(why))` says why the rewrite failed.
+/// Whether a build would build rewritten code: the program's source has kernels that
+/// read the launch geometry, or the store has a rewrite for the binary it came from.
+fn rewrite_applies(p: &Program) -> bool {
+    if p.known().is_some_and(|e| e.recipe.is_some()) {
+        return true;
+    }
+    let origin = p.origin.lock().unwrap_or_else(|e| e.into_inner());
+    origin
+        .analysis()
+        .is_some_and(|a| a.kernels.iter().any(|k| !k.geometry.is_empty()))
+}
+
+/// What a build thread takes along: raw vendor handles, only used through the vendor.
+struct Detached {
+    devs: Devices,
+    options: Option<CString>,
+    program: Ref<Program>,
+    /// Keeps the vendor program alive should the application release it meanwhile.
+    _vendor: OwnedProgram,
+}
+
+// SAFETY: the device handles are the vendor's (usable from any thread); the rest is Send.
+unsafe impl Send for Detached {}
+
+/// Runs [`build_now`] on a thread of the layer; the program reads "in progress" until the
+/// application is notified.
+fn build_async(
+    o: &'static Obj<Program>,
+    devs: Devices,
+    options: *const c_char,
+    notify: Arc<Notify>,
+) -> CLResult<()> {
+    let p = o.get();
+    // "CL_OUT_OF_HOST_MEMORY if there is a failure to allocate resources required by the
+    // OpenCL implementation on the host."
+    let vendor = OwnedProgram::retain(&p.inner).ok_or(CL_OUT_OF_HOST_MEMORY)?;
+    let job = Detached {
+        devs,
+        options: options_of(options).1,
+        program: o.hold(),
+        _vendor: vendor,
+    };
+    p.building.store(true, Ordering::Release);
+    let spawned = std::thread::Builder::new()
+        .name("softpreempt-build".into())
+        .spawn(move || {
+            let job = job;
+            let p = job.program.get();
+            let optr = rewritten::options_ptr(&job.options);
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                // The notification says the build has ended: the status must say so too.
+                let n = notify.clone();
+                let tried = match use_rewrite(p, &job.devs, optr, None, true, std::ptr::null_mut())
+                {
+                    Ok(()) => {
+                        p.building.store(false, Ordering::Release);
+                        return n.fire(std::ptr::null_mut());
+                    }
+                    Err(why) => why,
+                };
+                p.building.store(false, Ordering::Release);
+                let (f, data) = Notify::vendor_args(&Some(n.clone()), std::ptr::null_mut());
+                let run = || {
+                    vtry!(
+                        p.inner.vt,
+                        clBuildProgram(p.inner.h, job.devs.len(), job.devs.ptr(), optr, f, data)
+                    )
+                };
+                let r = run();
+                fell_back(p, &r, tried);
+                if r.is_err() {
+                    // A vendor that refuses a build may not notify, but the application
+                    // was told the build began and waits for its end (the guard keeps a
+                    // notification from coming twice).
+                    n.fire(std::ptr::null_mut());
+                }
+            }));
+            p.building.store(false, Ordering::Release);
+            if r.is_err() {
+                tracing::error!("softpreempt: internal error in a program build (suppressed)");
+                notify.fire(std::ptr::null_mut());
+            }
+        });
+    if spawned.is_err() {
+        p.building.store(false, Ordering::Release);
+        // "CL_OUT_OF_HOST_MEMORY if there is a failure to allocate resources required by
+        // the OpenCL implementation on the host."
+        return Err(CL_OUT_OF_HOST_MEMORY);
+    }
+    Ok(())
+}
+
+/// The headers of a `clCompileProgram`: their include names and the application's
+/// programs.
+struct Includes {
+    names: Vec<*const c_char>,
+    programs: Vec<Ref<Program>>,
+}
+
+/// Builds (or compiles, with `include`) the rewritten source instead of the original, if
+/// the program has one (from its source, or from the store's entry for the binary it was
+/// created from): `Ok` when that is done and the executable recorded; otherwise the caller
+/// builds the original, and `Err(Some(why))` says why the rewrite failed.
 fn use_rewrite(
     p: &Program,
     devs: &Devices,
     options: *const c_char,
-    headers: Option<&[*const c_char]>,
+    include: Option<&Includes>,
     notify: bool,
     user_data: *mut c_void,
 ) -> Result<(), Option<String>> {
@@ -392,18 +509,94 @@ fn use_rewrite(
     if !notify && !user_data.is_null() {
         return Err(None);
     }
-    let exec = rewritten_build(p, devs, options, headers)?.ok_or(None)?;
+    let exec = match include {
+        None => match known_build(p, devs, options)? {
+            Some(e) => e,
+            None => rewritten_build(p, devs, options, None)?.ok_or(None)?,
+        },
+        Some(_) => rewritten_build(p, devs, options, include)?.ok_or(None)?,
+    };
     *p.exec.lock().unwrap_or_else(|e| e.into_inner()) = Some(exec);
     Ok(())
+}
+
+/// The build options as the application gave them, as text and as the vendor takes them.
+fn options_of(options: *const c_char) -> (Option<String>, Option<CString>) {
+    match crate::core::args::c_str(options) {
+        Ok(o) => (Some(o.to_string_lossy().into_owned()), Some(o.to_owned())),
+        Err(_) => (None, None),
+    }
+}
+
+/// The rewritten program built from its own binary, which the store keeps beside the
+/// entry: for a program of one device (each device has its own), when the binary is
+/// there and the vendor builds it. Otherwise the recipe is compiled (`None`).
+fn stored_binary(p: &Program, devs: &Devices, entry: &Entry) -> Option<OwnedProgram> {
+    let sha = entry.rewritten_binary.as_deref()?;
+    let recipe = entry.recipe.as_ref()?;
+    let device = match (&devs.inner[..], &p.devices[..]) {
+        ([d], _) => *d,
+        ([], [d]) => d.get().inner.h,
+        _ => return None,
+    };
+    let bytes = crate::store::Store::configured()?.get_blob(sha)?;
+    let c = &p.context.get().inner;
+    let built = OwnedProgram::from_binary(c, device, &bytes).and_then(|program| {
+        let options = rewritten::recipe_options(recipe);
+        rewritten::build(&program.0, &[device], rewritten::options_ptr(&options))?;
+        Ok(program)
+    });
+    match built {
+        Ok(program) => {
+            tracing::debug!("softpreempt: rewritten program built from its stored binary");
+            Some(program)
+        }
+        Err(why) => {
+            crate::info_once!(
+                format!("stored-binary:{sha}"),
+                "softpreempt: the stored rewritten binary did not build, so its source is compiled: {why}"
+            );
+            None
+        }
+    }
+}
+
+/// Builds the rewritten program the program store recorded for the binary `p` was
+/// created from. `Ok(None)`: the store knows of no rewrite for it.
+fn known_build(
+    p: &Program,
+    devs: &Devices,
+    options: *const c_char,
+) -> Result<Option<Arc<Exec>>, String> {
+    let Some(entry) = p.known() else {
+        return Ok(None);
+    };
+    let Some(recipe) = &entry.recipe else {
+        return Ok(None);
+    };
+    let c = &p.context.get().inner;
+    let program = match stored_binary(p, devs, &entry) {
+        Some(program) => program,
+        None => rewritten::build_recipe(c, &devs.inner, recipe)?,
+    };
+    Ok(Some(Arc::new(Exec {
+        program: Some(program),
+        info: Arc::new(RewriteInfo {
+            kernels: entry.kernels.clone(),
+        }),
+        recipe: Some(Arc::new(recipe.clone())),
+        bare: Mutex::new(Bare::Build {
+            devices: devs.held.clone(),
+            options: options_of(options).1,
+        }),
+    })))
 }
 
 /// After a rewritten build, done synchronously (which the spec allows even with a
 /// notification): the application hears of its own program once.
 fn finished(notify: Option<Arc<Notify>>) -> CLResult<()> {
     if let Some(n) = notify {
-        let h = n.handle_for(std::ptr::null_mut());
-        // SAFETY: the application's callback, with its own program and data.
-        unsafe { (n.func)(h, n.user_data) };
+        n.fire(std::ptr::null_mut());
     }
     Ok(())
 }
@@ -442,14 +635,14 @@ fn unhook(p: &Program) -> CLResult<()> {
 
 /// Builds the rewritten source of a source program whose kernels read the geometry, as
 /// a second vendor program in the same context; compiles it instead when given the
-/// include names of `clCompileProgram`'s headers (whose rewritten texts become vendor
-/// programs too). `Ok(None)`: no rewrite applies; `Err(why)`: the rewritten build failed
-/// (the caller builds the original).
+/// headers of `clCompileProgram` (whose rewritten texts become vendor programs too).
+/// `Ok(None)`: no rewrite applies; `Err(why)`: the rewritten build failed (the caller
+/// builds the original).
 fn rewritten_build(
     p: &Program,
     devs: &Devices,
     options: *const c_char,
-    include_names: Option<&[*const c_char]>,
+    include: Option<&Includes>,
 ) -> Result<Option<Arc<Exec>>, String> {
     let Some(analysis) = p
         .origin
@@ -465,102 +658,92 @@ fn rewritten_build(
     // Helpers whose signature changed must not be called from another compilation unit;
     // the headers come back in the order given.
     let separate =
-        include_names.is_some_and(|n| !r.helpers.is_empty() || n.len() != r.headers.len());
+        include.is_some_and(|i| !r.helpers.is_empty() || i.names.len() != r.headers.len());
     if r.kernels.is_empty() || separate {
         return Ok(None);
     }
     let c = &p.context.get().inner;
-    // The vendor-call macros return their error from the enclosing function: a closure.
-    let new_program = |text: &str| -> CLResult<cl_program> {
-        let mut ptr = text.as_ptr() as *const c_char;
-        let len = text.len();
-        vcreate!(c.vt, clCreateProgramWithSource(c.h, 1, &mut ptr, &len))
-    };
-    let create = |text: &str| -> Result<OwnedProgram, String> {
-        new_program(text)
-            .map(|h| OwnedProgram(c.child(h)))
-            .map_err(|e| format!("creating it failed ({e})"))
-    };
-    let program = create(&r.source)?;
-    let inner = &program.0;
-    // Released when dropped, after the compile.
-    let headers = match include_names {
-        Some(_) => r
-            .headers
-            .iter()
-            .map(|(_, text)| create(text))
-            .collect::<Result<Vec<OwnedProgram>, String>>()?,
-        None => Vec::new(),
-    };
-    let handles: Vec<cl_program> = headers.iter().map(|h| h.0.h).collect();
-    let build = || -> CLResult<()> {
-        match include_names {
-            None => vtry!(
-                inner.vt,
-                clBuildProgram(
-                    inner.h,
-                    devs.len(),
-                    devs.ptr(),
-                    options,
-                    None,
-                    std::ptr::null_mut()
-                )
-            ),
-            Some(names) => {
-                let mut names = names.to_vec();
-                vtry!(
-                    inner.vt,
-                    clCompileProgram(
-                        inner.h,
-                        devs.len(),
-                        devs.ptr(),
-                        options,
-                        handles.len() as cl_uint,
-                        if handles.is_empty() {
-                            std::ptr::null()
-                        } else {
-                            handles.as_ptr()
-                        },
-                        if names.is_empty() {
-                            std::ptr::null_mut()
-                        } else {
-                            names.as_mut_ptr()
-                        },
-                        None,
-                        std::ptr::null_mut()
-                    )
-                )
+    // Released when dropped, if the build fails.
+    let program = OwnedProgram::from_source(c, &r.source)?;
+    let (text, copts) = options_of(options);
+    let bare = match include {
+        None => {
+            rewritten::build(&program.0, &devs.inner, options)?;
+            Bare::Build {
+                devices: devs.held.clone(),
+                options: copts,
+            }
+        }
+        Some(inc) => {
+            // Released when dropped, after the compile.
+            let headers = r
+                .headers
+                .iter()
+                .map(|(_, text)| OwnedProgram::from_source(c, text))
+                .collect::<Result<Vec<OwnedProgram>, String>>()?;
+            let handles: Vec<cl_program> = headers.iter().map(|h| h.0.h).collect();
+            rewritten::compile(&program.0, &devs.inner, options, &handles, &inc.names)?;
+            Bare::Compile {
+                devices: devs.held.clone(),
+                options: copts,
+                headers: inc
+                    .programs
+                    .iter()
+                    .filter_map(|h| OwnedProgram::retain(&h.get().inner))
+                    .collect(),
+                names: inc
+                    .names
+                    .iter()
+                    .filter_map(|&n| crate::core::args::c_str(n).ok().map(|c| c.to_owned()))
+                    .collect(),
             }
         }
     };
-    match build() {
-        Ok(()) => Ok(Some(Arc::new(Exec {
-            program: Some(program),
-            info: Arc::new(RewriteInfo {
-                kernels: r.kernels,
-                analyses: vec![analysis],
-            }),
-        }))),
-        // Dropping `program` releases it.
-        Err(e) => Err(format!("error {e}: {}", first_error(inner, devs))),
-    }
+    let unit = Unit {
+        source: r.source.clone(),
+        headers: if include.is_some() {
+            r.headers.clone()
+        } else {
+            Vec::new()
+        },
+        options: text,
+    };
+    let recipe = match include {
+        None => Some(Arc::new(Recipe {
+            units: vec![unit],
+            linked: false,
+            link_options: None,
+        })),
+        // A compiled object is one unit of a later link's recipe.
+        Some(_) => {
+            *p.unit.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(unit));
+            None
+        }
+    };
+    Ok(Some(Arc::new(Exec {
+        program: Some(program),
+        info: Arc::new(RewriteInfo {
+            kernels: sliceable::facts(&analysis, &r.kernels),
+        }),
+        recipe,
+        bare: Mutex::new(bare),
+    })))
 }
 
-/// The first error line of a failed build's log, for the warning.
-fn first_error(p: &Inner<cl_program>, devs: &Devices) -> String {
-    let device = devs.inner.first().copied().unwrap_or(std::ptr::null_mut());
-    let log = fetch_info(|s, v, r| match p.vt.clGetProgramBuildInfo {
-        // SAFETY: the vendor's query on our own program, buffers sized by fetch_info.
-        Some(f) => unsafe { f(p.h, device, CL_PROGRAM_BUILD_LOG, s, v, r) },
-        None => CL_INVALID_OPERATION,
-    })
-    .map(|b| crate::core::forward::info_string(&b))
-    .unwrap_or_default();
-    log.lines()
-        .find(|l| l.contains("error"))
-        .unwrap_or("")
-        .trim()
-        .to_string()
+/// The unit of a program compiled from its original source, for the recipe of a link
+/// that also has rewritten inputs.
+fn original_unit(p: &Program, options: *const c_char) -> Option<Unit> {
+    match &*p.origin.lock().unwrap_or_else(|e| e.into_inner()) {
+        Origin::Source { text, headers, .. } => Some(Unit {
+            source: text.to_string(),
+            headers: headers
+                .iter()
+                .map(|(n, t)| (n.clone(), t.to_string()))
+                .collect(),
+            options: options_of(options).0,
+        }),
+        _ => None,
+    }
 }
 
 pub fn compile_program(
@@ -593,16 +776,20 @@ pub fn compile_program(
     let tried = match header_sources(num_input_headers, input_headers, header_include_names) {
         Some(h) => {
             analyse(p, options, Some(h));
-            let names = crate::core::args::slice(
-                header_include_names as *const *const c_char,
-                num_input_headers as usize,
-            )
-            .unwrap_or(&[]);
+            let include = Includes {
+                names: crate::core::args::slice(
+                    header_include_names as *const *const c_char,
+                    num_input_headers as usize,
+                )
+                .unwrap_or(&[])
+                .to_vec(),
+                programs: hold_list::<Program>(num_input_headers, input_headers)?,
+            };
             match use_rewrite(
                 p,
                 &devs,
                 options,
-                Some(names),
+                Some(&include),
                 pfn_notify.is_some(),
                 user_data,
             ) {
@@ -632,6 +819,9 @@ pub fn compile_program(
         )
     );
     fell_back(p, &r, tried);
+    if r.is_ok() {
+        *p.unit.lock().unwrap_or_else(|e| e.into_inner()) = original_unit(p, options).map(Arc::new);
+    }
     r
 }
 
@@ -704,6 +894,7 @@ pub fn link_program(
     } else {
         inputs.as_ptr()
     };
+    let devs_held = devs.held.clone();
     let notify =
         pfn_notify.map(|f| Notify::new(f, user_data, None, Some((ctx.hold(), devs.held.clone()))));
     let (f, data) = Notify::vendor_args(&notify, user_data);
@@ -739,26 +930,64 @@ pub fn link_program(
         *p.get().origin.lock().unwrap_or_else(|e| e.into_inner()) =
             origins(num_input_programs, input_programs);
         *p.get().exec.lock().unwrap_or_else(|e| e.into_inner()) =
-            linked_exec(num_input_programs, input_programs);
+            linked_exec(num_input_programs, input_programs, &devs_held, options);
     }
     Ok(linked)
 }
 
 /// A linked program holds the rewritten kernels of its inputs (compiled from rewritten
-/// source, see [`compile_program`]).
-fn linked_exec(n: cl_uint, list: *const cl_program) -> Option<Arc<Exec>> {
-    let inputs = crate::core::args::slice(list, n as usize).unwrap_or(&[]);
-    let execs: Vec<Arc<Exec>> = inputs
+/// source, see [`compile_program`]); the application's own program is the link of the
+/// inputs' own (bare) programs.
+fn linked_exec(
+    n: cl_uint,
+    list: *const cl_program,
+    devices: &[Ref<Device>],
+    options: *const c_char,
+) -> Option<Arc<Exec>> {
+    let inputs: Vec<Ref<Program>> = crate::core::args::slice(list, n as usize)
+        .unwrap_or(&[])
         .iter()
-        .filter_map(|&p| Obj::<Program>::check(p).ok()?.get().exec())
+        .filter_map(|&p| Some(Obj::<Program>::check(p).ok()?.hold()))
         .collect();
+    let execs: Vec<Arc<Exec>> = inputs.iter().filter_map(|p| p.get().exec()).collect();
     if execs.is_empty() {
         return None;
     }
     let info = RewriteInfo::merged(execs.iter().map(|e| &*e.info));
+    // Every input's unit, so another process can compile and link them again.
+    let units: Option<Vec<Unit>> = inputs
+        .iter()
+        .map(|p| {
+            p.get()
+                .unit
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .map(|u| (**u).clone())
+        })
+        .collect();
+    let (text, copts) = options_of(options);
     Some(Arc::new(Exec {
         program: None,
         info: Arc::new(info),
+        recipe: units.map(|units| {
+            Arc::new(Recipe {
+                units,
+                linked: true,
+                link_options: text,
+            })
+        }),
+        bare: Mutex::new(Bare::Link {
+            devices: devices.to_vec(),
+            options: copts,
+            inputs: inputs
+                .into_iter()
+                .filter_map(|p| {
+                    let own = OwnedProgram::retain(&p.get().inner)?;
+                    Some((p, own))
+                })
+                .collect(),
+        }),
     }))
 }
 
@@ -789,6 +1018,19 @@ pub fn get_program_info(
     param_value_size_ret: *mut usize,
 ) -> CLResult<()> {
     let p = check(program)?.get();
+    // The vendor's answer for one of the vendor programs behind the application's.
+    let forward = |h: cl_program| -> CLResult<()> {
+        vtry!(
+            p.inner.vt,
+            clGetProgramInfo(
+                h,
+                param_name,
+                param_value_size,
+                param_value,
+                param_value_size_ret
+            )
+        )
+    };
     let answer = match param_name {
         CL_PROGRAM_CONTEXT => bytes_of(&p.context.handle()).to_vec(),
         CL_PROGRAM_DEVICES => {
@@ -804,75 +1046,29 @@ pub fn get_program_info(
                 .collect();
             bytes_of_slice(&ours).to_vec()
         }
+        // Binaries are the application's own program's, as the bare driver builds it
+        // (rule 9); what the layer learned goes into the program store under them.
+        CL_PROGRAM_BINARY_SIZES | CL_PROGRAM_BINARIES => {
+            let h = binaries::bare_handle(p);
+            forward(h)?;
+            if param_name == CL_PROGRAM_BINARIES && !param_value.is_null() {
+                binaries::record(p, h, param_value_size, param_value);
+            }
+            return Ok(());
+        }
         // The executable's properties come from the program that holds it.
         CL_PROGRAM_NUM_KERNELS
         | CL_PROGRAM_KERNEL_NAMES
-        | CL_PROGRAM_BINARY_SIZES
-        | CL_PROGRAM_BINARIES
         | CL_PROGRAM_SCOPE_GLOBAL_CTORS_PRESENT
         | CL_PROGRAM_SCOPE_GLOBAL_DTORS_PRESENT
             if p.exec().is_some() =>
         {
-            let h = p.exec_handle();
-            vtry!(
-                p.inner.vt,
-                clGetProgramInfo(
-                    h,
-                    param_name,
-                    param_value_size,
-                    param_value,
-                    param_value_size_ret
-                )
-            )?;
-            if param_name == CL_PROGRAM_BINARIES && !param_value.is_null() {
-                record_binaries(p, h, param_value_size, param_value);
-            }
-            return Ok(());
+            return forward(p.exec_handle())
         }
-        // Everything else holds no handle (CL_PROGRAM_BINARIES is an array of the
-        // application's own buffers, which the vendor fills): forwarded as is.
-        _ => {
-            return vtry!(
-                p.inner.vt,
-                clGetProgramInfo(
-                    p.inner.h,
-                    param_name,
-                    param_value_size,
-                    param_value,
-                    param_value_size_ret
-                )
-            )
-        }
+        // Everything else holds no handle: forwarded as is.
+        _ => return forward(p.inner.h),
     };
     write_info(param_value_size, param_value, param_value_size_ret, &answer)
-}
-
-/// Records the binaries the vendor just wrote into the application's buffers (see
-/// `core::rewritten`), so `clCreateProgramWithBinary` recognises them.
-fn record_binaries(p: &Program, h: cl_program, size: usize, value: *mut c_void) {
-    let Some(exec) = p.exec() else { return };
-    let Ok(raw) = fetch_info(|s, v, r| match p.inner.vt.clGetProgramInfo {
-        // SAFETY: the vendor's query on its own program, buffers sized by fetch_info.
-        Some(f) => unsafe { f(h, CL_PROGRAM_BINARY_SIZES, s, v, r) },
-        None => CL_INVALID_OPERATION,
-    }) else {
-        return;
-    };
-    let sizes: Vec<usize> = raw
-        .chunks_exact(std::mem::size_of::<usize>())
-        .map(crate::api::device::read_handle)
-        .collect();
-    let n = sizes.len().min(size / std::mem::size_of::<*mut u8>());
-    let ptrs = crate::core::args::slice(value as *const *const u8, n).unwrap_or(&[]);
-    for (&ptr, &len) in ptrs.iter().zip(&sizes) {
-        // A NULL entry is a binary the application did not ask for.
-        if ptr.is_null() {
-            continue;
-        }
-        if let Ok(bytes) = crate::core::args::slice(ptr, len) {
-            rewritten::record_binary(sha256_hex(bytes), &exec.info);
-        }
-    }
 }
 
 pub fn get_program_build_info(
@@ -886,6 +1082,15 @@ pub fn get_program_build_info(
     let p = check(program)?.get();
     // "CL_INVALID_DEVICE if device is not in the list of devices associated with program."
     let d = Obj::<Device>::check(device)?.get();
+    if p.building() && param_name == CL_PROGRAM_BUILD_STATUS {
+        let status: cl_build_status = CL_BUILD_IN_PROGRESS;
+        return write_info(
+            param_value_size,
+            param_value,
+            param_value_size_ret,
+            bytes_of(&status),
+        );
+    }
     vtry!(
         p.inner.vt,
         clGetProgramBuildInfo(
@@ -907,6 +1112,11 @@ pub fn create_kernels_in_program(
 ) -> CLResult<()> {
     let o = check(program)?;
     let p = o.get();
+    // "CL_INVALID_PROGRAM_EXECUTABLE if there is no successfully built executable for any
+    // device in program."
+    if p.building() {
+        return Err(CL_INVALID_PROGRAM_EXECUTABLE);
+    }
     let ph = p.exec_handle();
     if kernels.is_null() {
         // Only counting: nothing is created.

@@ -248,11 +248,14 @@ controls! {
         rule: Vec<Rule> = Vec::new(), expect "an array of [[rule]] tables",
             example "[[rule]]\nexe = \"inference-server\"\npriority = \"high\"\n\n\
                      [[rule]]\nuid = 1001\npriority = \"low\"";
-        /// Kernels from programs built from binaries or IL are not sliced,
-        /// because SoftPreempt cannot inspect them for geometry queries
-        /// (`get_group_id`, `get_global_offset`, ...) whose values slicing would
-        /// change. List here the kernel names, or `sha256:<hex>` hashes of whole
-        /// program binaries/IL, that you know are safe to slice.
+        /// Kernels of programs created from binaries or IL are sliced only when
+        /// SoftPreempt knows they read no launch geometry (`get_group_id`,
+        /// `get_global_offset`, ...) whose values slicing would change: a binary
+        /// that SoftPreempt built from source is known to the program store
+        /// (`[store]`), and an NVIDIA binary's PTX is analysed. Other binaries
+        /// (PoCL's, SPIR-V IL) cannot be inspected: list here the kernel names,
+        /// or `sha256:<hex>` hashes of whole program binaries/IL, that you know
+        /// are safe to slice.
         safe_binaries: Vec<SafeBinary> = Vec::new(),
             expect "a list of kernel names or \"sha256:<64 hex digits>\" program hashes",
             example r#"safe_binaries = ["matmul_tiled", "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"]"#;
@@ -265,11 +268,15 @@ controls! {
         /// process alone on a device pays nothing), `always`, or `never`.
         slice: SliceMode = SliceMode::Contended,
             expect "\"contended\", \"always\" or \"never\"", example r#"slice = "always""#;
-        /// Target duration of one slice, in microseconds. Shorter slices let a
-        /// higher-priority process take over sooner but add launch overhead.
-        target_slice_us: u64 = 1000,
-            expect "an integer between 50 and 1000000",
-            valid |v| in_range(v, 50, 1_000_000);
+        /// Target duration of one slice, in microseconds; it also bounds the
+        /// predicted device time a queue keeps queued behind its running slice.
+        /// Shorter slices let a higher-priority process take over sooner but add
+        /// launch overhead. Unset: 250 on a GPU, 1000 on other devices (PoCL's
+        /// CPU device pays far more per launch), as measured in
+        /// docs/benchmarks.md.
+        target_slice_us: Option<u64> = None,
+            expect "an integer between 50 and 1000000", example "target_slice_us = 500",
+            valid |v| v.iter().all(|v| in_range(v, 50, 1_000_000));
         /// Most slices of one queue on the vendor queue at once. `2` keeps the
         /// device busy between slices; `1` gives the shortest takeover latency.
         max_inflight: u32 = 2, expect "an integer between 1 and 2",
@@ -299,6 +306,26 @@ controls! {
         /// that should arbitrate with another must use the same directory.
         shm_dir: PathBuf = PathBuf::from("/dev/shm"), expect "a directory path",
             env "SOFTPREEMPT_SHM_DIR", example r#"shm_dir = "/dev/shm""#;
+    }
+
+    /// The program store: what SoftPreempt learned from the source of a program
+    /// (which kernels may be sliced, and the rewritten source of those that read
+    /// the launch geometry), kept per user and keyed by the vendor's binary of the
+    /// application's program, so that a later process loading that binary from an
+    /// application's cache (pyopencl, OpenCV, ...) is scheduled as a source build.
+    [store] StoreConfig {
+        /// Directory of the program store. Unset: `$XDG_CACHE_HOME/softpreempt`,
+        /// else `~/.cache/softpreempt`. Created with mode 0700; entries owned by
+        /// another user are ignored.
+        dir: Option<PathBuf> = None, expect "a directory path",
+            env "SOFTPREEMPT_STORE", example r#"dir = "/var/cache/softpreempt-alice""#,
+            valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
+        /// Largest size of the store, in MiB; past it the least recently used
+        /// entries are evicted. `0` turns the store off (binaries of rewritten
+        /// programs are then still the bare driver's, but a later process does
+        /// not slice their kernels).
+        max_mb: u64 = 256, expect "an integer between 0 and 65536",
+            valid |v| in_range(v, 0, 65_536);
     }
 
     /// Tracing and profiling, for looking at what the scheduler did. Both are

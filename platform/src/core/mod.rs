@@ -1,6 +1,7 @@
 //! The wrapped objects and the machinery to forward them to the vendor.
 
 pub mod args;
+pub mod binaries;
 pub mod callback;
 pub mod cl;
 pub mod error;
@@ -12,6 +13,7 @@ pub mod kernel_source;
 pub mod managed;
 pub mod objects;
 pub mod platform;
+pub mod ptx;
 pub mod refcount;
 pub mod rewritten;
 pub mod sliceable;

@@ -57,9 +57,26 @@ pub struct Program {
     pub origin: Mutex<crate::core::sliceable::Origin>,
     /// Set while its executable is rewritten code (see `core::rewritten`).
     pub exec: Mutex<Option<std::sync::Arc<crate::core::rewritten::Exec>>>,
+    /// What the program store knew of the binary it was created from.
+    pub known: Mutex<Option<std::sync::Arc<crate::store::Entry>>>,
+    /// The source its executable was compiled from (`clCompileProgram`), for the
+    /// store's recipe of a program linked from it.
+    pub unit: Mutex<Option<std::sync::Arc<crate::store::Unit>>>,
+    /// A rewritten build is running on a thread of the layer (the application passed a
+    /// build notification): the program has no executable yet.
+    pub building: std::sync::atomic::AtomicBool,
 }
 
 impl Program {
+    /// The store's entry for the binary it was created from.
+    pub fn known(&self) -> Option<std::sync::Arc<crate::store::Entry>> {
+        self.known.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn building(&self) -> bool {
+        self.building.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// The rewritten executable, if the program has one.
     pub fn exec(&self) -> Option<std::sync::Arc<crate::core::rewritten::Exec>> {
         self.exec.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -159,7 +176,7 @@ impl ArgBits {
 /// Whether a kernel's launches may be cut into slices. A slice is launched with a global
 /// offset, so a kernel that reads `get_group_id`, `get_num_groups`, `get_global_size`,
 /// `get_global_offset` (or their 2.0 relatives) would see other values inside a slice.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Sliceable {
     /// Sliceable; with a NULL local size too if `null_local` (the kernel does not depend
     /// on the work-group size, which the vendor may choose differently for a slice).

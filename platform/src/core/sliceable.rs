@@ -2,8 +2,11 @@
 //!
 //! A slice is launched with a global offset, so a kernel that reads `get_group_id`,
 //! `get_num_groups`, `get_global_size`, `get_global_offset` (or their 2.0 relatives) would
-//! see other values inside a slice. Only source can be inspected: kernels of binaries and
-//! IL are sliced only when the configuration vouches for them (`safe_binaries`).
+//! see other values inside a slice. Source is analysed (`kernel_source`). A binary the
+//! layer built from source is known to the program store (`crate::store`, answered by
+//! `core::binaries` before this module is asked); of other binaries, PTX (NVIDIA's) is
+//! analysed (`core::ptx`); the rest are sliced only when the configuration vouches for
+//! them (`safe_binaries`).
 
 use std::sync::Arc;
 
@@ -11,7 +14,8 @@ use crate::config::{self, SafeBinary};
 use crate::core::cl::*;
 use crate::core::kernel_source::{self, Analysis};
 use crate::core::objects::Sliceable;
-use crate::core::rewritten::RewriteInfo;
+use crate::core::ptx;
+use crate::store::KernelFacts;
 
 /// Where a program's code came from, as far as slicing is concerned.
 #[derive(Clone, Default)]
@@ -26,8 +30,12 @@ pub enum Origin {
         headers: Arc<[(String, Arc<str>)]>,
         analysis: Option<Arc<Analysis>>,
     },
-    /// A binary or IL, by the SHA-256 of its bytes (lowercase hex).
-    Binary(String),
+    /// A binary or IL, by the SHA-256 of its bytes (all devices' binaries, in order;
+    /// lowercase hex), and what could be read in it (NVIDIA's binaries are PTX text).
+    Binary {
+        digest: String,
+        ptx: Option<Arc<ptx::Analysis>>,
+    },
     /// A program linked from others.
     Linked(Vec<Origin>),
 }
@@ -63,9 +71,17 @@ impl Origin {
         }
     }
 
-    /// A binary or IL program, by digest.
-    pub fn binary(bytes: &[u8]) -> Origin {
-        Origin::Binary(sha256_hex(bytes))
+    /// A program of binaries or IL (one per device): its digest, and the analysis of
+    /// its kernels when every binary is PTX.
+    pub fn binaries(each: &[&[u8]]) -> Origin {
+        let digest = sha256_hex(&each.concat());
+        let ptx: Option<Vec<ptx::Analysis>> = each.iter().map(|b| ptx::analyse(b)).collect();
+        Origin::Binary {
+            digest,
+            ptx: ptx
+                .filter(|all| !all.is_empty())
+                .map(|all| Arc::new(ptx::Analysis::merged(&all))),
+        }
     }
 
     /// The analysis of a source program, made by [`Origin::analysed`].
@@ -108,13 +124,21 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Whether `kernel` of a program built from rewritten code may be sliced: those with the
-/// hidden geometry argument read the whole launch's geometry from it.
-pub fn of_rewritten(info: &RewriteInfo, kernel: &str) -> Sliceable {
-    match info.analysis(kernel) {
-        Some(a) => of_analysed(a, kernel, info.hidden(kernel).is_some()),
-        None => Sliceable::No("kernel not found in the program source".into()),
-    }
+/// What the analysis of a source says of each of its kernels, `hidden` naming those of
+/// the rewritten program that take the geometry argument (and its index): they read the
+/// whole launch's geometry from it, so may be sliced.
+pub fn facts(a: &Analysis, hidden: &[(String, u32)]) -> Vec<KernelFacts> {
+    a.kernels
+        .iter()
+        .map(|k| {
+            let h = hidden.iter().find(|(n, _)| *n == k.name).map(|(_, i)| *i);
+            KernelFacts {
+                name: k.name.clone(),
+                hidden: h,
+                sliceable: of_analysed(a, &k.name, h.is_some()),
+            }
+        })
+        .collect()
 }
 
 /// Whether `kernel` of a program of `origin` may be sliced.
@@ -139,7 +163,7 @@ pub fn of_kernel(origin: &Origin, kernel: &str) -> Sliceable {
             };
             of_analysed(a, kernel, false)
         }
-        Origin::Binary(digest) => of_binary(digest, kernel),
+        Origin::Binary { digest, ptx } => of_binary(digest, ptx.as_deref(), kernel),
         // The kernel is defined in one input; a helper it calls in another makes its
         // analysis "unsure", so it is not sliced.
         Origin::Linked(inputs) => inputs.iter().find(|i| defines(i, kernel)).map_or_else(
@@ -157,7 +181,7 @@ fn defines(origin: &Origin, kernel: &str) -> bool {
         } => a.kernel(kernel).is_some(),
         Origin::Linked(inputs) => inputs.iter().any(|i| defines(i, kernel)),
         // A binary input may define it; it decides then.
-        Origin::Binary(_) => true,
+        Origin::Binary { .. } => true,
         _ => false,
     }
 }
@@ -172,12 +196,21 @@ fn of_analysed(a: &Analysis, kernel: &str, rewritten: bool) -> Sliceable {
     Sliceable::Yes { null_local: !wgd }
 }
 
-/// Kernels of binaries and IL: sliced only when the configuration vouches for them.
-fn of_binary(digest: &str, kernel: &str) -> Sliceable {
+/// Kernels of binaries and IL (not known to the program store): sliced when their PTX
+/// shows they may be, or when the configuration vouches for them.
+fn of_binary(digest: &str, ptx: Option<&ptx::Analysis>, kernel: &str) -> Sliceable {
     let safe = config::config().safe_binaries.iter().any(|s| match s {
         SafeBinary::Kernel(name) => name == kernel,
         SafeBinary::Sha256(hex) => hex == digest,
     });
+    if let (false, Some(k)) = (safe, ptx.and_then(|p| p.kernel(kernel))) {
+        return match &k.blocker {
+            Some(why) => Sliceable::No(format!("its PTX {why}")),
+            None => Sliceable::Yes {
+                null_local: !k.work_group_dependent,
+            },
+        };
+    }
     if !safe {
         return Sliceable::No(format!(
             "its program is a binary or IL (sha256:{digest}); list it in safe_binaries to slice it"
@@ -186,4 +219,30 @@ fn of_binary(digest: &str, kernel: &str) -> Sliceable {
     // Nothing tells whether a listed binary depends on the work-group size the vendor
     // would choose: it is sliced only with an explicit local size.
     Sliceable::Yes { null_local: false }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ptx_binaries_are_judged_by_their_code() {
+        let geometry = include_bytes!("ptx/fixtures/geometry.ptx");
+        let o = Origin::binaries(&[geometry]);
+        assert_eq!(
+            of_kernel(&o, "plain_2d"),
+            Sliceable::Yes { null_local: true }
+        );
+        assert!(matches!(of_kernel(&o, "group_ids"), Sliceable::No(why) if why.contains("PTX")));
+        // Two devices: the worst of both.
+        let vadd = include_bytes!("ptx/fixtures/vadd.ptx");
+        let two = Origin::binaries(&[vadd, vadd]);
+        assert_eq!(of_kernel(&two, "vadd"), Sliceable::Yes { null_local: true });
+        // Not PTX (a PoCL binary): not sliced.
+        let pocl = Origin::binaries(&[b"poclbin\0\x0c{0]"]);
+        assert!(matches!(of_kernel(&pocl, "vadd"), Sliceable::No(_)));
+        // One PTX and one other binary: not judged from the PTX alone.
+        let mixed = Origin::binaries(&[vadd, b"poclbin\0"]);
+        assert!(matches!(of_kernel(&mixed, "vadd"), Sliceable::No(_)));
+    }
 }

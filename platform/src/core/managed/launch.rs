@@ -194,6 +194,11 @@ fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) ->
 /// 2048 resident work-items in at most 32 groups; a CPU device's unit (PoCL's thread) runs
 /// one group at a time. Registers or local memory can lower a GPU's real figure; erring
 /// high makes slices longer, never narrower than a wave.
+/// Whether `device` is a GPU (cached per device).
+pub fn is_gpu(device: &crate::core::forward::Inner<cl_device_id>) -> bool {
+    wave_work_groups(device, 1).1
+}
+
 /// Also says whether the device is a GPU.
 fn wave_work_groups(
     device: &crate::core::forward::Inner<cl_device_id>,
@@ -225,6 +230,43 @@ fn wave_work_groups(
     (units * per_unit, gpu)
 }
 
+/// The block slices are cut in: the local size, or with a NULL local size (each slice is
+/// then launched with NULL too) the kernel's preferred work-group multiple along the
+/// first dimension.
+fn unit_of(
+    k: &Kernel,
+    device: &crate::core::forward::Inner<cl_device_id>,
+    geo: &Geometry,
+) -> [usize; 3] {
+    if let Some(l) = geo.local {
+        return l;
+    }
+    let mut unit = [1usize; 3];
+    let pm: usize =
+        kernel_wg_info(k, device.h, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE).unwrap_or(1);
+    if pm > 1 && geo.global[0].is_multiple_of(pm) {
+        unit[0] = pm;
+    }
+    unit
+}
+
+/// The whole launch's device time as the kernel's timing model predicts it, once the
+/// model has data (a launch of a kernel never sliced has none).
+pub fn predicted_ns(
+    k: &Kernel,
+    device: &crate::core::forward::Inner<cl_device_id>,
+    geo: &Geometry,
+) -> Option<u64> {
+    let unit = unit_of(k, device, geo);
+    let d = geo.work_dim as usize;
+    let groups: u64 = (0..d)
+        .map(|i| geo.global[i].div_ceil(unit[i].max(1)) as u64)
+        .product();
+    let (wave, _) = wave_work_groups(device, unit.iter().product());
+    super::submitter::model(&(k.inner.h as usize, device.h as usize))
+        .predict(softpreempt_sched::waves(groups, wave))
+}
+
 /// Builds the FIFO entry of a launch.
 pub fn build(
     k: &Kernel,
@@ -233,16 +275,7 @@ pub fn build(
     clone: Retained,
     in_order: bool,
 ) -> Launch {
-    // With a NULL local size each slice is launched with NULL too; slices are then cut in
-    // multiples of the kernel's preferred work-group multiple along the first dimension.
-    let mut unit = [1usize; 3];
-    if geo.local.is_none() {
-        let pm: usize =
-            kernel_wg_info(k, device.h, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE).unwrap_or(1);
-        if pm > 1 && geo.global[0].is_multiple_of(pm) {
-            unit[0] = pm;
-        }
-    }
+    let unit = unit_of(k, device, &geo);
     let mut sliceable = in_order
         && match k.sliceable {
             Sliceable::Yes { null_local } => null_local || geo.local.is_some(),
@@ -253,7 +286,7 @@ pub fn build(
         // cannot be set, the snapshot keeps the native value and the launch stays whole.
         sliceable = sliceable && set_geometry(&clone, k, i, &geo);
     }
-    let group: usize = geo.local.unwrap_or(unit).iter().product();
+    let group: usize = unit.iter().product();
     let (wave_wgs, gpu) = wave_work_groups(device, group);
     Launch {
         wave_wgs,

@@ -30,7 +30,7 @@ pub use submitter::forget_kernel;
 use softpreempt_sched::{Client, Priority};
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::config::{self, SliceMode};
@@ -113,6 +113,9 @@ pub struct Managed {
     unready: readiness::Tail,
     /// Watched direct commands not yet seen complete.
     watches: Mutex<Vec<Arc<Watch>>>,
+    /// Predicted device time of short launches sent direct and not yet complete (see
+    /// [`Managed::claim_direct`]).
+    direct_ns: AtomicU64,
 }
 
 /// A direct command whose completion ends the demand it raised (see
@@ -123,6 +126,10 @@ pub struct Watch {
     /// The command's vendor event, once it exists.
     event: AtomicUsize,
     done: std::sync::atomic::AtomicBool,
+    /// It raised demand (a lower priority is registered).
+    demand: bool,
+    /// Budget it claimed (a short launch sent direct).
+    claim: u64,
 }
 
 impl Watch {
@@ -137,11 +144,24 @@ impl Watch {
             return;
         }
         self.m.lock_watches().retain(|w| !Arc::ptr_eq(w, self));
-        self.m.direct_done();
+        if self.claim > 0 {
+            self.m.unclaim_direct(self.claim);
+        }
+        if self.demand {
+            self.m.direct_done();
+        }
     }
 }
 
 use softpreempt_sched::monotonic_ns;
+
+/// `sched.target_slice_us` when unset, on a GPU: on an H100 (docs/benchmarks.md) 250 µs
+/// slices keep a bursty HP's p99 within 1.2x of alone against 2x at 1000 µs, at the same
+/// LP throughput.
+pub const DEFAULT_TARGET_GPU_US: u64 = 250;
+/// `sched.target_slice_us` when unset, on other devices: PoCL's CPU device pays far more
+/// per launch.
+pub const DEFAULT_TARGET_OTHER_US: u64 = 1000;
 
 /// Device time minus host monotonic time, from `clGetDeviceAndHostTimer` when the vendor
 /// has it (its host clock is CLOCK_MONOTONIC on Linux for the vendors we know).
@@ -190,7 +210,15 @@ impl Managed {
             client,
             priority,
             mode: cfg.sched.slice,
-            target_ns: cfg.sched.target_slice_us.saturating_mul(1000),
+            target_ns: cfg
+                .sched
+                .target_slice_us
+                .unwrap_or(if launch::is_gpu(&device.inner) {
+                    DEFAULT_TARGET_GPU_US
+                } else {
+                    DEFAULT_TARGET_OTHER_US
+                })
+                .saturating_mul(1000),
             max_inflight: (cfg.sched.max_inflight as usize)
                 .clamp(1, 2)
                 .min(segment_inflight.max(1)),
@@ -210,6 +238,7 @@ impl Managed {
             open_events: Mutex::new(Vec::new()),
             unready: readiness::Tail::default(),
             watches: Mutex::new(Vec::new()),
+            direct_ns: AtomicU64::new(0),
         })
     }
 
@@ -340,21 +369,57 @@ impl Managed {
     /// A command that is not ready is never watched: its demand could hold the device
     /// from lower priorities until the application sets a user event, perhaps never if it
     /// first waits for one of those lower-priority queues.
-    pub fn direct_submitted(self: &Arc<Self>) -> Option<Arc<Watch>> {
+    ///
+    /// `claim` is the predicted device time of a short launch sent direct under the
+    /// budget ([`Managed::claim_direct`]), given back when the command completes.
+    pub fn direct_submitted(self: &Arc<Self>, ready: bool, claim: u64) -> Option<Arc<Watch>> {
         let c = self.client.as_ref()?;
-        if !c.lower_priority_registered() {
+        let demand = ready && c.lower_priority_registered();
+        if !demand && claim == 0 {
             return None;
         }
-        self.outstanding.fetch_add(1, Ordering::AcqRel);
-        c.announce_demand();
-        c.note_behind();
+        if demand {
+            self.outstanding.fetch_add(1, Ordering::AcqRel);
+            c.announce_demand();
+            c.note_behind();
+        }
         let w = Arc::new(Watch {
             m: self.clone(),
             event: AtomicUsize::new(0),
             done: std::sync::atomic::AtomicBool::new(false),
+            demand,
+            claim,
         });
         self.lock_watches().push(w.clone());
         Some(w)
+    }
+
+    /// Whether a launch predicted to take `pred_ns` may go straight to the vendor while a
+    /// higher priority is registered: nothing of this queue waits in software, slicing is
+    /// not forced, no higher priority wants the device now, and the direct launches not
+    /// yet complete, this one included, stay within the budget (the slice target), which
+    /// is then all an arriving higher priority can find queued. Claims the budget.
+    ///
+    /// Short launches so skip the FIFO, the kernel snapshot and the submitter thread,
+    /// which would cost them more than the launch itself.
+    pub fn claim_direct(&self, pred_ns: u64) -> bool {
+        let Some(c) = &self.client else {
+            return false;
+        };
+        if self.mode == SliceMode::Always || self.has_pending() || c.should_yield() {
+            return false;
+        }
+        let budget = self.target_ns;
+        self.direct_ns
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                (v.saturating_add(pred_ns) <= budget).then_some(v + pred_ns)
+            })
+            .is_ok()
+    }
+
+    /// Gives back a budget claim that no command took (its enqueue failed).
+    pub fn unclaim_direct(&self, pred_ns: u64) {
+        self.direct_ns.fetch_sub(pred_ns, Ordering::AcqRel);
     }
 
     fn lock_watches(&self) -> MutexGuard<'_, Vec<Arc<Watch>>> {

@@ -89,7 +89,7 @@ pub type ModelKey = (usize, usize);
 /// Per-(kernel, device) timing models, shared by every queue of the process.
 static MODELS: Lazy<Mutex<TimingTable<ModelKey>>> = Lazy::new(|| Mutex::new(TimingTable::new()));
 
-fn model(key: &ModelKey) -> TimingModel {
+pub(super) fn model(key: &ModelKey) -> TimingModel {
     MODELS.lock().unwrap_or_else(|e| e.into_inner()).get(key)
 }
 

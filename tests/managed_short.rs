@@ -1,0 +1,102 @@
+//! Issue 12 (short launches): while a higher priority is registered but idle, a low
+//! queue's launches that its timing model knows to be short go straight to the vendor,
+//! skipping the FIFO and the submitter thread, as long as the predicted time of its direct
+//! launches not yet complete stays within the budget (the slice target). Shown through the
+//! arbiter's counters, never through timing: once the model has learned the kernel, the
+//! low client's grants stop growing while its launches go on; when the high client
+//! demands the device, the launches take grants again; every result is exact.
+
+mod common;
+mod managed_common;
+
+use common::{ok, Env};
+use managed_common as mc;
+use opencl_sys::*;
+
+const SCHED: &str = "target_slice_us = 5000\nhp_linger_us = 0";
+const N: usize = 4096;
+const ITERS: u32 = 16;
+
+fn queue(env: &Env, level: cl_queue_priority_khr) -> cl_command_queue {
+    let props = [
+        CL_QUEUE_PRIORITY_KHR as cl_queue_properties,
+        level as cl_queue_properties,
+        0,
+    ];
+    let mut err = 0;
+    // SAFETY: a live context and device, a zero-terminated property list.
+    let q = unsafe {
+        clCreateCommandQueueWithProperties(env.context, env.device, props.as_ptr(), &mut err)
+    };
+    ok(err);
+    q
+}
+
+fn low_grants(dir: &std::path::Path) -> u64 {
+    mc::clients_of(dir, std::process::id())
+        .into_iter()
+        .filter(|c| c.priority.map(|p| p.to_string()).as_deref() == Some("low"))
+        .map(|c| c.grants)
+        .sum()
+}
+
+#[test]
+fn short_launches_skip_the_submitter_while_the_high_priority_is_idle() {
+    let dir = mc::init(SCHED);
+    let _g = mc::serial();
+    let env = Env::sp();
+    let low = queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
+    let high = queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
+    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    let out = env.buffer(N * 4);
+    let run = |q: cl_command_queue, seed: u32| {
+        mc::arg(k, 0, out);
+        mc::arg(k, 1, seed);
+        mc::arg(k, 2, ITERS);
+        ok(mc::enqueue(q, k, None, &[N], Some(&[64]), &[], None));
+    };
+    // The first launches go through the submitter and teach the model.
+    for s in 0..5 {
+        run(low, s);
+        mc::finish(low);
+    }
+    let learned = low_grants(dir);
+    assert!(learned > 0, "{}", mc::describe(dir));
+    // One at a time, each within the budget: all direct.
+    for s in 0..40 {
+        run(low, 100 + s);
+        mc::finish(low);
+    }
+    assert_eq!(
+        low_grants(dir),
+        learned,
+        "short launches took grants while the high priority was idle\n{}",
+        mc::describe(dir)
+    );
+    let got: Vec<u32> = env.read(out, N);
+    assert_eq!(mc::check_fill(&got, 0, 139, ITERS), None);
+
+    // The high queue demands the device (a long launch in flight): launches defer again.
+    let hk = env.kernel(prog, "fill");
+    let hout = env.buffer(N * 64 * 4);
+    mc::arg(hk, 0, hout);
+    mc::arg(hk, 1, 1u32);
+    mc::arg(hk, 2, 2_000u32);
+    ok(mc::enqueue(high, hk, None, &[N * 64], Some(&[64]), &[], None));
+    run(low, 500);
+    mc::finish(high);
+    mc::finish(low);
+    assert!(
+        low_grants(dir) > learned,
+        "a launch went direct while the high priority demanded the device\n{}",
+        mc::describe(dir)
+    );
+    let got: Vec<u32> = env.read(out, N);
+    assert_eq!(mc::check_fill(&got, 0, 500, ITERS), None);
+    for q in [high, low] {
+        // SAFETY: queues the test owns.
+        ok(unsafe { clReleaseCommandQueue(q) });
+    }
+}
