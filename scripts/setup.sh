@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs what SoftPreempt needs on a fresh Debian/Ubuntu machine: the ocl-icd loader,
-# OpenCL headers, PoCL (the default CPU device) and clinfo. Idempotent; needs root (or sudo).
+# OpenCL headers, PoCL (the default CPU device) and clinfo, and python3 with venv and pip
+# when python3 lacks them. Idempotent; needs root (or sudo).
 set -euo pipefail
 pkgs=(ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo)
+# scripts/clients.sh runs pyopencl and OpenCV from a venv of python3's.
+python3 -c 'import venv, ensurepip' 2>/dev/null || pkgs+=(python3 python3-venv python3-pip)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

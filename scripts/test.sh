@@ -8,4 +8,14 @@ cargo build --workspace --all-targets
 # The preemption benchmark's smoke mode: every mode for about a second on PoCL, plots
 # included, so the harness never rots (it exits non-zero if any mode fails).
 cargo test --bench preempt -- --smoke --json target/smoke/preempt.json --plots target/smoke
+# The reliability soak's smoke mode: every scenario briefly (kill -9, many processes, a
+# hostile segment, bad API input, bad config, fork); exits non-zero on any crash, hang or
+# wrong result. The full run is `cargo bench --bench soak` (docs/reliability.md).
+cargo test --bench soak -- --smoke
+# The client venv first (cached per machine): the pyopencl test below needs it.
+SOFTPREEMPT_TEST_PYTHON=$(bash scripts/clients.sh --python)
+export SOFTPREEMPT_TEST_PYTHON SOFTPREEMPT_TEST_REQUIRE_PYOPENCL=1
 cargo test --workspace -- --test-threads=2
+# Real clients through the loader: pyopencl's own test suite and an OpenCV T-API workload,
+# bare PoCL against SoftPreempt (docs/compatibility.md).
+bash scripts/clients.sh

@@ -561,6 +561,50 @@ fn image_transfers_fill_and_map() {
     }
 }
 
+/// Unknown map flags, or CL_MAP_WRITE_INVALIDATE_REGION with READ or WRITE, are refused
+/// (bare PoCL takes them as a valid map and, in a blocking one, waits).
+#[test]
+fn map_with_invalid_flags_is_refused() {
+    let env = Env::sp();
+    let m = env.buffer(64);
+    let invalidate = CL_MAP_WRITE_INVALIDATE_REGION as cl_map_flags;
+    for flags in [0xff00, invalidate | CL_MAP_READ, invalidate | CL_MAP_WRITE] {
+        let mut err = 0;
+        // SAFETY: a blocking map the layer must refuse before it reaches the vendor.
+        let p = unsafe {
+            clEnqueueMapBuffer(
+                env.queue,
+                m,
+                CL_TRUE,
+                flags,
+                0,
+                64,
+                0,
+                null(),
+                null_mut(),
+                &mut err,
+            )
+        };
+        assert_eq!(err, CL_INVALID_VALUE, "flags {flags:#x}");
+        assert!(p.is_null());
+    }
+    // SAFETY: the same check on SVM maps (no SVM pointer is ever dereferenced).
+    let rc = unsafe {
+        clEnqueueSVMMap(
+            env.queue,
+            CL_TRUE,
+            0xff00,
+            null_mut(),
+            64,
+            0,
+            null(),
+            null_mut(),
+        )
+    };
+    assert_eq!(rc, CL_INVALID_VALUE);
+    release_mem(m);
+}
+
 #[test]
 fn map_and_unmap_buffer() {
     let env = Env::sp();

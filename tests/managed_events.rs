@@ -87,7 +87,7 @@ fn my_slices(dir: &Path) -> u64 {
 fn sliced_launch_has_one_exact_event() {
     let (dir, _g) = setup();
     let env = Env::sp();
-    let n = 64 * 512;
+    let n = mc::sliceable_items(&env, 64 * 512);
     let out = env.buffer(n * 4);
     let s0 = my_slices(dir);
     let ev = fill(&env, env.queue, out, n, 3, &[]);

@@ -475,7 +475,7 @@ fn big_launch_is_really_sliced() {
     let (dir, _g) = setup();
     let e = Env::sp();
     let k = kernel(&e, mc::FILL_CL, "fill");
-    let n = 64 * 1024;
+    let n = mc::sliceable_items(&e, 64 * 1024);
     let out = e.buffer(n * 4);
     mc::arg(k, 0, out);
     mc::arg(k, 1, 5u32);

@@ -20,7 +20,9 @@ use std::ffi::{c_void, CString};
 use std::path::Path;
 use std::ptr::{null, null_mut};
 
-const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50";
+// Slices at any work-group boundary, on a GPU too: the rewrite must hold wherever a
+// launch is cut.
+const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50\nwave_work_groups = 1";
 
 fn setup() -> (&'static Path, std::sync::MutexGuard<'static, ()>) {
     let dir = mc::init(SCHED);

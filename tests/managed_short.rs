@@ -84,7 +84,15 @@ fn short_launches_skip_the_submitter_while_the_high_priority_is_idle() {
     mc::arg(hk, 0, hout);
     mc::arg(hk, 1, 1u32);
     mc::arg(hk, 2, 2_000u32);
-    ok(mc::enqueue(high, hk, None, &[N * 64], Some(&[64]), &[], None));
+    ok(mc::enqueue(
+        high,
+        hk,
+        None,
+        &[N * 64],
+        Some(&[64]),
+        &[],
+        None,
+    ));
     run(low, 500);
     mc::finish(high);
     mc::finish(low);

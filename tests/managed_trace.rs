@@ -29,7 +29,10 @@ fn child_role() {
     let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
         .unwrap_or_else(|e| panic!("{e}"));
     let k = env.kernel(prog, "fill");
-    let out = env.buffer(N * 4);
+    let n = mc::sliceable_items(&env, N);
+    // The parent checks that the slices tile the launches of this size.
+    println!("@items {n}");
+    let out = env.buffer(n * 4);
     mc::arg(k, 0, out);
     mc::arg(k, 2, ITERS);
     for seed in 1..=LAUNCHES {
@@ -38,14 +41,14 @@ fn child_role() {
             env.queue,
             k,
             None,
-            &[N],
+            &[n],
             Some(&[64]),
             &[],
             None,
         ));
     }
     mc::finish(env.queue);
-    if let Some(m) = mc::check_fill(&env.read::<u32>(out, N), 0, LAUNCHES, ITERS) {
+    if let Some(m) = mc::check_fill(&env.read::<u32>(out, n), 0, LAUNCHES, ITERS) {
         panic!("results: {m}");
     }
     // Env's drop releases the queue: the submitter stops and flushes both files.
@@ -84,6 +87,18 @@ fn sliced_launches_appear_in_the_trace_and_the_profile() {
         String::from_utf8_lossy(&out.stderr)
     );
 
+    let items: usize = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        // libtest may print "test child_role ... " on the same line first.
+        .find_map(|l| {
+            l.split("@items ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(N);
     let events = read_trace(&traces);
     let slices: Vec<&Value> = events
         .iter()
@@ -105,7 +120,7 @@ fn sliced_launches_appear_in_the_trace_and_the_profile() {
         .sum();
     assert_eq!(
         groups,
-        LAUNCHES as u64 * (N / 64) as u64,
+        LAUNCHES as u64 * (items / 64) as u64,
         "slices tile the launches"
     );
     // The slices sit on a track that the thread-name metadata names after the queue.

@@ -205,16 +205,18 @@ fn assert_same_queries(
     }
 }
 
-fn input() -> Vec<u32> {
-    (0..GLOBAL as u32)
+fn input(n: usize) -> Vec<u32> {
+    (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761) ^ 0x5bd1_e995)
         .collect()
 }
 
 /// Runs `k` over `GLOBAL` items (local size `LOCAL`) on `input()`, and reads it back.
 fn run(env: &Env, k: cl_kernel) -> Vec<u32> {
-    let data = input();
-    let buf = env.buffer(GLOBAL * 4);
+    // Several waves on a GPU, where no slice is narrower than one.
+    let global = mc::sliceable_items(env, GLOBAL);
+    let data = input(global);
+    let buf = env.buffer(global * 4);
     env.write(buf, &data);
     mc::arg(k, 0, buf);
     mc::arg(k, 1, 11u32);
@@ -225,14 +227,14 @@ fn run(env: &Env, k: cl_kernel) -> Vec<u32> {
             k,
             1,
             null(),
-            &GLOBAL,
+            &global,
             &LOCAL,
             0,
             null(),
             null_mut(),
         )
     });
-    let got = env.read::<u32>(buf, GLOBAL);
+    let got = env.read::<u32>(buf, global);
     mc::release_mems(&[buf]);
     got
 }

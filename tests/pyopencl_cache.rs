@@ -94,6 +94,12 @@ fn slices(profile: &Path, kernel: &str) -> u64 {
 #[test]
 fn a_second_run_from_pyopencls_cache_is_right_and_sliced() {
     if !has_pyopencl() {
+        // The README's test command builds the client venv first and requires it.
+        assert!(
+            std::env::var_os("SOFTPREEMPT_TEST_REQUIRE_PYOPENCL").is_none(),
+            "{} has no pyopencl, and SOFTPREEMPT_TEST_REQUIRE_PYOPENCL is set",
+            python()
+        );
         eprintln!(
             "skipped: {} has no pyopencl (set SOFTPREEMPT_TEST_PYTHON)",
             python()

@@ -196,8 +196,10 @@ fn shows_running_waiting_idle_dead_and_reclaimed_clients() {
         (Some("dead"), Some(false))
     );
 
+    // The waiting client sweeps dead peers once per liveness interval: on a loaded
+    // machine it may have reclaimed the slot already.
     let arb = Arbiter::open(DEVICE, &options(dir.path())).unwrap();
-    assert_eq!(arb.reclaim_dead(), 1);
+    assert!(arb.reclaim_dead() <= 1);
     let s = status_json(dir.path());
     let i = client(&s, idle.pid());
     assert_eq!(

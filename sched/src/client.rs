@@ -49,11 +49,27 @@ impl Shared {
         let v = self.view();
         let mut n = 0;
         for i in 0..self.seg.slot_count() {
-            if Some(i) == skip || !v.occupied(i) {
+            if Some(i) == skip {
+                continue;
+            }
+            let stray = !v.occupied(i) && v.stray(i);
+            if !v.occupied(i) && !stray {
                 continue;
             }
             let off = slot_offset(i) as u64;
             if let Ok(true) = liveness::try_lock(&self.seg.file, off) {
+                // Nobody owns a slot whose lock we hold. A free slot still showing demand
+                // (or an unknown state) was overwritten: its bits would block lower
+                // priorities for ever, so they are cleared like a dead owner's.
+                if !v.occupied(i) && v.stray(i) {
+                    tracing::warn!(
+                        slot = i,
+                        path = %self.seg.path.display(),
+                        "clearing an unowned slot that holds stray values"
+                    );
+                    v.clear_slot(i, crate::layout::SLOT_FREE);
+                    n += 1;
+                }
                 // We hold the dead owner's lock, so nobody can claim the slot meanwhile.
                 if v.occupied(i) {
                     let s = &v.slots[i];
@@ -168,6 +184,7 @@ impl Arbiter {
                     _lock: fd,
                     slot: i,
                     pri: info.priority,
+                    incarnation: v.slots[i].incarnation.load(Ordering::Relaxed),
                 });
             }
         }
@@ -235,6 +252,8 @@ pub struct Client {
     _lock: File,
     slot: usize,
     pri: Priority,
+    /// The slot's incarnation after our claim: if it changes, someone else wrote the slot.
+    incarnation: u64,
 }
 
 impl std::fmt::Debug for Client {
@@ -291,6 +310,31 @@ impl Client {
         }
     }
 
+    /// `Err(Damaged)` when the segment or this client's slot was changed under us (garbage
+    /// written over it, the file truncated, the slot taken by someone else). Waiting on
+    /// such a table could last for ever (it may show demand nobody will withdraw), so the
+    /// caller stops arbitrating. A few relaxed loads; no system call.
+    pub fn intact(&self) -> Result<(), SchedError> {
+        let seg = &self.shared.seg;
+        let damaged = |what| {
+            Err(SchedError::Damaged {
+                path: seg.path.clone(),
+                what,
+            })
+        };
+        if let Some(what) = seg.damage() {
+            return damaged(what);
+        }
+        let s = &seg.slots()[self.slot];
+        if s.state.load(Ordering::Acquire) != crate::layout::SLOT_ACTIVE
+            || s.pid.load(Ordering::Relaxed) != std::process::id()
+            || s.incarnation.load(Ordering::Relaxed) != self.incarnation
+        {
+            return damaged("this client's slot was overwritten or cut off");
+        }
+        Ok(())
+    }
+
     /// One non-blocking grant attempt for the next slice.
     pub fn try_acquire(&self) -> Option<Grant<'_>> {
         let v = self.shared.view();
@@ -306,6 +350,7 @@ impl Client {
     /// Waits (futex, bounded by `timeout`) for a grant for the next slice. While blocked,
     /// checks every `liveness_interval` whether clients in the way died, and reclaims them.
     pub fn acquire(&self, timeout: Duration) -> Result<Grant<'_>, SchedError> {
+        self.intact()?;
         if let Some(g) = self.try_acquire() {
             return Ok(g);
         }
@@ -330,6 +375,9 @@ impl Client {
                 break Err(SchedError::Timeout);
             }
             if now >= next_check {
+                if let Err(e) = self.intact() {
+                    break Err(e);
+                }
                 sh.reclaim_dead(Some(self.slot));
                 next_check = now.saturating_add(sh.liveness_interval_ns);
                 continue;
@@ -346,10 +394,11 @@ impl Client {
             .fetch_add(liveness::now_ns().saturating_sub(start), Ordering::Relaxed);
         match result {
             Ok(share) => Ok(self.grant(share)),
-            Err(e) => {
+            Err(SchedError::Timeout) => {
                 tracing::debug!(slot = self.slot, "timed out waiting for a slice grant");
-                Err(e)
+                Err(SchedError::Timeout)
             }
+            Err(e) => Err(e),
         }
     }
 

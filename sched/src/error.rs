@@ -96,6 +96,14 @@ pub enum SchedError {
         /// Number of slots in the segment.
         slots: u32,
     },
+    /// The segment was changed under this process after it was opened (overwritten,
+    /// truncated, or this client's slot taken over): arbitration through it has ended.
+    Damaged {
+        /// The segment path.
+        path: PathBuf,
+        /// What was found.
+        what: &'static str,
+    },
     /// A wait for a grant timed out.
     Timeout,
     /// An argument or option was out of range.
@@ -188,6 +196,12 @@ impl fmt::Display for SchedError {
             SchedError::Full { slots } => {
                 write!(f, "all {slots} client slots of the shared segment are in use")
             }
+            SchedError::Damaged { path, what } => write!(
+                f,
+                "shared segment {} was changed by another process while in use ({what}); \
+                 arbitration through it has stopped",
+                path.display()
+            ),
             SchedError::Timeout => write!(f, "timed out waiting for a slice grant"),
             SchedError::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
         }

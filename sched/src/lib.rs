@@ -63,6 +63,8 @@ mod sync;
 #[cfg(not(loom))]
 mod client;
 #[cfg(not(loom))]
+mod fault;
+#[cfg(not(loom))]
 mod futex;
 #[cfg(not(loom))]
 mod liveness;

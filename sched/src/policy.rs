@@ -487,6 +487,21 @@ impl<'a> View<'a> {
         )
     }
 
+    /// Slot `i` is not owned yet shows up in a summary mask, or holds a state no process
+    /// writes: values left by something that overwrote the table.
+    pub fn stray(&self, i: usize) -> bool {
+        let state = self.slots[i].state.load(Ordering::Acquire);
+        let known = matches!(
+            state,
+            SLOT_FREE | SLOT_CLAIMING | SLOT_ACTIVE | SLOT_RECLAIMED
+        );
+        !known
+            || self
+                .level_bits(i)
+                .iter()
+                .any(|&(d, l, w, r)| d || l || w || r)
+    }
+
     /// Levels as an array, for status output.
     pub fn level_bits(&self, i: usize) -> [(bool, bool, bool, bool); LEVELS] {
         let (w, b) = bit(i);

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use memmap2::{MmapOptions, MmapRaw};
 
 use crate::error::SchedError;
+use crate::fault;
 use crate::futex;
 use crate::layout::*;
 use crate::liveness;
@@ -57,6 +58,9 @@ pub(crate) struct Segment {
     pub path: PathBuf,
     /// This process's own descriptor; used for reclaim locks and to reopen the file.
     pub file: File,
+    /// Absorbs a SIGBUS from this mapping if the file is truncated under us (dropped, and
+    /// so unregistered, before `map` is unmapped).
+    fault: fault::Guard,
     map: MmapRaw,
     slot_count: usize,
     pub params: Params,
@@ -100,6 +104,23 @@ impl Segment {
             slots: self.slots(),
             params: self.params,
         }
+    }
+
+    /// Whether the segment was changed under this process in a way that ends arbitration
+    /// through it: its file was truncated (the mapping now holds private zero pages), or
+    /// its header no longer reads as the one validated at open (overwritten). `None` when
+    /// intact, else what was found.
+    pub fn damage(&self) -> Option<&'static str> {
+        let h = self.header();
+        let intact = h.magic.load(Ordering::Acquire) == MAGIC
+            && h.version.load(Ordering::Relaxed) == VERSION
+            && h.slot_count.load(Ordering::Relaxed) as usize == self.slot_count
+            && h.total_size.load(Ordering::Relaxed) == segment_size(self.slot_count) as u64;
+        // After the loads: a truncation is noticed by the very first access that faults.
+        if self.fault.damaged() {
+            return Some("its file was truncated");
+        }
+        (!intact).then_some("its header was overwritten")
     }
 
     /// Number of slots.
@@ -184,6 +205,7 @@ impl Segment {
         let seg = Segment {
             path: path.to_path_buf(),
             file,
+            fault: fault::protect(map.as_ptr(), map.len()),
             map,
             slot_count: 0,
             params: Params {
@@ -246,6 +268,7 @@ fn create(
             Ok(Some(Segment {
                 path: path.to_path_buf(),
                 file,
+                fault: fault::protect(map.as_ptr(), map.len()),
                 map,
                 slot_count,
                 params,
@@ -443,6 +466,7 @@ fn open_existing(
     Ok(OpenOutcome::Ready(Segment {
         path: path.to_path_buf(),
         file,
+        fault: fault::protect(map.as_ptr(), map.len()),
         map,
         slot_count,
         params,

@@ -237,27 +237,34 @@ pub struct Env {
     pub queue: cl_command_queue,
 }
 
+/// The first device of `p` and a context on it.
+pub fn context(p: cl_platform_id) -> (cl_device_id, cl_context) {
+    let device = device(p);
+    let props = [
+        CL_CONTEXT_PLATFORM as cl_context_properties,
+        p as cl_context_properties,
+        0,
+    ];
+    let mut err = 0;
+    // SAFETY: valid property list and device.
+    let context = unsafe {
+        clCreateContext(
+            props.as_ptr(),
+            1,
+            &device,
+            None,
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    assert_eq!(err, CL_SUCCESS, "clCreateContext");
+    (device, context)
+}
+
 impl Env {
     pub fn new(p: cl_platform_id) -> Env {
-        let device = device(p);
-        let props = [
-            CL_CONTEXT_PLATFORM as cl_context_properties,
-            p as cl_context_properties,
-            0,
-        ];
+        let (device, context) = context(p);
         let mut err = 0;
-        // SAFETY: valid property list and device.
-        let context = unsafe {
-            clCreateContext(
-                props.as_ptr(),
-                1,
-                &device,
-                None,
-                std::ptr::null_mut(),
-                &mut err,
-            )
-        };
-        assert_eq!(err, CL_SUCCESS, "clCreateContext");
         let qprops = [
             CL_QUEUE_PROPERTIES as cl_queue_properties,
             CL_QUEUE_PROFILING_ENABLE as cl_queue_properties,

@@ -431,6 +431,20 @@ pub fn is_pocl() -> bool {
     common::vendor_name().contains("Portable Computing Language")
 }
 
+/// `n` work-items, or on a GPU at least eight full waves of them (compute units × 2048
+/// resident work-items each): SoftPreempt never cuts a slice narrower than one wave, so a
+/// launch meant to be sliced must span several.
+pub fn sliceable_items(env: &common::Env, n: usize) -> usize {
+    if !is_gpu(env) {
+        return n;
+    }
+    // SAFETY: a valid device and a cl_uint out value.
+    let cus: cl_uint = common::info_scalar(|s, v, r| unsafe {
+        clGetDeviceInfo(env.device, CL_DEVICE_MAX_COMPUTE_UNITS, s, v, r)
+    });
+    n.max(8 * cus as usize * 2048)
+}
+
 /// Whether `env`'s device is a GPU (launches there are far faster than on PoCL's CPU
 /// device, so tests that need launches long enough to slice make them larger).
 pub fn is_gpu(env: &common::Env) -> bool {

@@ -27,6 +27,20 @@ fn queue<'a>(h: cl_command_queue) -> CLResult<&'a Obj<Queue>> {
     Obj::<Queue>::check(h)
 }
 
+/// "CL_INVALID_VALUE if values specified in map_flags are not valid." (clEnqueueMapBuffer,
+/// clEnqueueMapImage, clEnqueueSVMMap). Valid are CL_MAP_READ, CL_MAP_WRITE and
+/// CL_MAP_WRITE_INVALIDATE_REGION, the last one alone: "CL_MAP_WRITE_INVALIDATE_REGION ...
+/// is mutually exclusive with CL_MAP_READ or CL_MAP_WRITE." Checked here because PoCL
+/// takes unknown bits as a valid map (and then blocks in a blocking one).
+fn check_map_flags(flags: cl_map_flags) -> CLResult<()> {
+    let rw = (CL_MAP_READ | CL_MAP_WRITE) as cl_map_flags;
+    let invalidate = CL_MAP_WRITE_INVALIDATE_REGION as cl_map_flags;
+    if flags & !(rw | invalidate) != 0 || (flags & invalidate != 0 && flags & rw != 0) {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(())
+}
+
 /// A memory object of the queue's context, unwrapped.
 #[inline]
 fn mem(q: &Obj<Queue>, h: cl_mem) -> CLResult<cl_mem> {
@@ -331,6 +345,7 @@ pub fn enqueue_map_buffer(
 ) -> CLResult<*mut c_void> {
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
+    check_map_flags(map_flags)?;
     submit(
         q,
         num_events_in_wait_list,
@@ -373,6 +388,7 @@ pub fn enqueue_map_image(
 ) -> CLResult<*mut c_void> {
     let q = queue(command_queue)?;
     let m = mem(q, image)?;
+    check_map_flags(map_flags)?;
     submit(
         q,
         num_events_in_wait_list,
@@ -925,6 +941,7 @@ pub fn enqueue_svm_map(
     event: *mut cl_event,
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
+    check_map_flags(flags)?;
     submit!(
         q,
         (num_events_in_wait_list, event_wait_list, event),

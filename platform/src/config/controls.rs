@@ -277,6 +277,15 @@ controls! {
         target_slice_us: Option<u64> = None,
             expect "an integer between 50 and 1000000", example "target_slice_us = 500",
             valid |v| v.iter().all(|v| in_range(v, 50, 1_000_000));
+        /// Work-groups the device runs at once (one wave), which no slice is
+        /// narrower than: a narrower slice still takes a whole wave's time.
+        /// Unset: estimated per launch from the device (compute units times the
+        /// groups one unit holds: 2048 work-items in at most 32 groups on a GPU,
+        /// one group on a CPU device). Set it where the estimate is wrong for a
+        /// driver, or to `1` to slice at any work-group boundary.
+        wave_work_groups: Option<u64> = None,
+            expect "an integer between 1 and 1000000", example "wave_work_groups = 264",
+            valid |v| v.iter().all(|v| in_range(v, 1, 1_000_000));
         /// Most slices of one queue on the vendor queue at once. `2` keeps the
         /// device busy between slices; `1` gives the shortest takeover latency.
         max_inflight: u32 = 2, expect "an integer between 1 and 2",

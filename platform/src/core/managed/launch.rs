@@ -222,6 +222,9 @@ fn wave_work_groups(
         let gpu = word(info(CL_DEVICE_TYPE)) & CL_DEVICE_TYPE_GPU as u64 != 0;
         (units, gpu)
     });
+    if let Some(w) = crate::config::config().sched.wave_work_groups {
+        return (w.max(1), gpu);
+    }
     let per_unit = if gpu {
         (2048 / items.max(1)).clamp(1, 32) as u64
     } else {

@@ -197,7 +197,9 @@ impl Managed {
         let client = arbiter.and_then(|a| {
             a.register(arbiter::client_info(priority, label))
                 .map_err(|e| {
-                    crate::warn_once!(
+                    // An error, as when the segment cannot be opened: preemption is off for
+                    // this queue, which the default log level must show (once).
+                    crate::error_once!(
                         "arbiter-register",
                         "softpreempt: cannot register with the device arbiter: {e}; \
                          queues run in pass-through"

@@ -285,9 +285,12 @@ impl Submitter {
                     }
                 }
                 Err(e) => {
-                    crate::warn_once!(
+                    // A damaged segment (overwritten or truncated by another process) ends
+                    // arbitration for good; an error, so the default log level shows it.
+                    crate::error_once!(
                         "grant-error",
-                        "softpreempt: arbiter error: {e}; submitting without a grant"
+                        "softpreempt: arbiter error: {e}; this process's queues on the device \
+                         run in pass-through (no preemption)"
                     );
                     return None;
                 }

@@ -173,6 +173,9 @@ enum Val {
     Product(u8),
     /// `%ctaid.d * %ntid.d + %tid.d`: still needs the offset.
     NoOffset(u8),
+    /// `%tid.d + %envreg(3+d)`: still needs `%ctaid.d * %ntid.d` (NVIDIA's 64-bit
+    /// lowering of `get_global_id` adds the terms in this order).
+    TidOffset(u8),
     /// `%ctaid.d * %ntid.d + %envreg(3+d)`: needs only the thread index, which slicing
     /// leaves alone; as good as plain data.
     WithOffset(u8),
@@ -215,7 +218,7 @@ fn describe(v: Val) -> String {
             format!("reads %envreg{n} (the group count: get_num_groups, get_global_size)")
         }
         Val::Env(n) => format!("reads %envreg{n}, whose meaning is not known"),
-        Val::Product(k) | Val::NoOffset(k) => format!(
+        Val::Product(k) | Val::NoOffset(k) | Val::TidOffset(k) => format!(
             "uses %ctaid.{0} * %ntid.{0} without the global offset",
             d(k)
         ),
@@ -242,6 +245,12 @@ fn sum(a: Val, b: Val) -> Option<Val> {
             Some(Val::WithOffset(k))
         }
         (Val::WithOffset(k), Val::Tid(t)) | (Val::Tid(t), Val::WithOffset(k)) if t == k => {
+            Some(Val::WithOffset(k))
+        }
+        (Val::Tid(t), Val::Env(n)) | (Val::Env(n), Val::Tid(t)) if n == t + 3 => {
+            Some(Val::TidOffset(t))
+        }
+        (Val::TidOffset(t), Val::Product(k)) | (Val::Product(k), Val::TidOffset(t)) if t == k => {
             Some(Val::WithOffset(k))
         }
         _ => None,

@@ -208,3 +208,21 @@ fn garbage_is_never_a_panic_and_never_sliceable() {
     text.push_str("}}}{{{");
     let _ = analyse(text.as_bytes());
 }
+
+/// The same verdicts on real PTX: `fixtures/h100/` is what NVIDIA's OpenCL compiler (driver
+/// 580, H100) emitted for the sources in those fixtures' comments (built with
+/// `scripts/gpu/ptx-dump.c`). There `get_global_id` lowers to `tid + envreg3 + ntid*ctaid`
+/// in 64-bit arithmetic, not the 32-bit `mad` of the hand-written files.
+#[test]
+fn real_nvidia_ptx_gets_the_same_verdicts() {
+    let v = analysed(include_str!("fixtures/h100/vadd.ptx"));
+    assert_eq!(verdict(&v, "vadd"), (true, false), "{v:?}");
+    let g = analysed(include_str!("fixtures/h100/geometry.ptx"));
+    assert_eq!(verdict(&g, "plain_2d"), (true, false), "{g:?}");
+    for k in ["group_ids", "num_groups", "global_size", "global_offset"] {
+        assert!(g.kernel(k).unwrap().blocker.is_some(), "{k}: {g:?}");
+    }
+    let r = analysed(include_str!("fixtures/h100/reduce.ptx"));
+    assert_eq!(verdict(&r, "block_sum"), (true, true), "{r:?}");
+    assert!(r.kernel("per_block").unwrap().blocker.is_some(), "{r:?}");
+}
