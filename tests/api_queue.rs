@@ -369,6 +369,11 @@ fn invalid_queue_handles() {
     let bare = Env::new(bare_platform());
     let t = table(env.context);
     let mut stack = [0usize; 8];
+    let set_default_refusal = if replaceable_default_queue(env.device) {
+        CL_INVALID_COMMAND_QUEUE
+    } else {
+        CL_INVALID_OPERATION
+    };
     let check = |q: cl_command_queue, what: &str| {
         let mut out = [0u8; 64];
         let o = out.as_mut_ptr() as *mut c_void;
@@ -397,9 +402,11 @@ fn invalid_queue_handles() {
                 CL_INVALID_COMMAND_QUEUE,
                 "{what}"
             );
+            // A device without a replaceable default on-device queue refuses before it
+            // looks at the queue (see set_default_device_queue_matches_bare).
             assert_eq!(
                 t.clSetDefaultDeviceCommandQueue.unwrap()(env.context, env.device, q),
-                CL_INVALID_COMMAND_QUEUE,
+                set_default_refusal,
                 "{what}"
             );
         }
@@ -420,33 +427,112 @@ fn invalid_queue_handles() {
     );
 }
 
+/// A plain device value, or `None` when the device does not know the query.
+fn device_value<T: Copy + Default>(d: cl_device_id, what: cl_device_info) -> Option<T> {
+    let mut v = T::default();
+    // SAFETY: one T out.
+    let rc = unsafe {
+        clGetDeviceInfo(
+            d,
+            what,
+            std::mem::size_of::<T>(),
+            &mut v as *mut T as *mut c_void,
+            null_mut(),
+        )
+    };
+    (rc == CL_SUCCESS).then_some(v)
+}
+
+/// What the device itself says about replacing its default on-device queue: 3.0 devices
+/// in `CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES`, 2.x devices by having on-device queues.
+fn replaceable_default_queue(d: cl_device_id) -> bool {
+    match device_value::<cl_device_device_enqueue_capabilities>(
+        d,
+        CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES,
+    ) {
+        Some(caps) => caps & CL_DEVICE_QUEUE_REPLACEABLE_DEFAULT != 0,
+        None => {
+            device_value::<cl_uint>(d, CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE).is_some_and(|m| m > 0)
+        }
+    }
+}
+
 #[test]
 fn set_default_device_queue_matches_bare() {
     let sp = Env::sp();
     let bare = Env::new(bare_platform());
-    // PoCL has no device queues: the host queue is refused the same way through the layer.
-    // SAFETY: valid handles.
-    let (a, b) = unsafe {
-        (
-            clSetDefaultDeviceCommandQueue(sp.context, sp.device, sp.queue),
-            clSetDefaultDeviceCommandQueue(bare.context, bare.device, bare.queue),
-        )
-    };
-    assert_eq!(a, b);
-    assert_ne!(
-        a, CL_SUCCESS,
-        "a host queue cannot be the default device queue"
+    let replaceable = replaceable_default_queue(bare.device);
+    assert_eq!(
+        replaceable_default_queue(sp.device),
+        replaceable,
+        "the layer reports the vendor's device-enqueue capability"
     );
     let t = table(sp.context);
+    let (gone, err) = create_with(&sp, &[0]);
+    ok(err);
+    release(gone);
+    let mut stack = [0usize; 8];
+    // The Khronos CTS (test_api consistency_device_enqueue) passes NULL on a device
+    // without device-side enqueue and requires CL_INVALID_OPERATION; a host queue or a bad
+    // handle gets the same answer there, as from the bare driver.
+    let cases: [(cl_command_queue, cl_command_queue, &str); 4] = [
+        (null_mut(), null_mut(), "NULL queue"),
+        (sp.queue, bare.queue, "host queue"),
+        // The bare driver gets NULL for the handles only the layer can be asked about.
+        (gone, null_mut(), "released queue"),
+        (stack.as_mut_ptr() as _, null_mut(), "stack address"),
+    ];
+    for (ours, theirs, what) in cases {
+        // SAFETY: valid context and device; the queue handle is what is under test, and
+        // the layer's call goes through its own table so a foreign handle reaches it.
+        let (a, b) = unsafe {
+            (
+                t.clSetDefaultDeviceCommandQueue.unwrap()(sp.context, sp.device, ours),
+                clSetDefaultDeviceCommandQueue(bare.context, bare.device, theirs),
+            )
+        };
+        assert_ne!(a, CL_SUCCESS, "{what}: not a default device queue");
+        if !replaceable {
+            assert_eq!(a, CL_INVALID_OPERATION, "{what}");
+            assert_eq!(a, b, "{what}: as the bare driver");
+        }
+    }
     // SAFETY: through our table with bad context / device handles.
     unsafe {
         assert_eq!(
-            t.clSetDefaultDeviceCommandQueue.unwrap()(bare.context, sp.device, sp.queue),
+            t.clSetDefaultDeviceCommandQueue.unwrap()(bare.context, sp.device, null_mut()),
             CL_INVALID_CONTEXT
         );
         assert_eq!(
-            t.clSetDefaultDeviceCommandQueue.unwrap()(sp.context, bare.device, sp.queue),
+            t.clSetDefaultDeviceCommandQueue.unwrap()(sp.context, bare.device, null_mut()),
             CL_INVALID_DEVICE
         );
+    }
+    // A valid device of ours that the context does not hold: a sub-device of its device.
+    let props = [
+        CL_DEVICE_PARTITION_EQUALLY as cl_device_partition_property,
+        1,
+        0,
+    ];
+    let mut n = 0;
+    // SAFETY: a count query.
+    let rc = unsafe { clCreateSubDevices(sp.device, props.as_ptr(), 0, null_mut(), &mut n) };
+    if rc != CL_SUCCESS {
+        eprintln!("note: the device cannot be partitioned ({rc}); association not checked");
+        return;
+    }
+    let mut subs = vec![null_mut(); n as usize];
+    // SAFETY: room for `n` sub-devices.
+    ok(unsafe { clCreateSubDevices(sp.device, props.as_ptr(), n, subs.as_mut_ptr(), null_mut()) });
+    for sub in subs {
+        // SAFETY: valid handles; the sub-device is not in sp.context.
+        unsafe {
+            assert_eq!(
+                clSetDefaultDeviceCommandQueue(sp.context, sub, null_mut()),
+                CL_INVALID_DEVICE,
+                "a device the context does not hold"
+            );
+            ok(clReleaseDevice(sub));
+        }
     }
 }

@@ -88,7 +88,8 @@ fn vendor_devices(
     Ok(ids)
 }
 
-fn inner_info(d: &Device, name: cl_device_info) -> CLResult<Vec<u8>> {
+/// The vendor's raw answer to a device query, unfiltered.
+pub(crate) fn inner_info(d: &Device, name: cl_device_info) -> CLResult<Vec<u8>> {
     let i = &d.inner;
     fetch_info(|s, v, r| match i.vt.clGetDeviceInfo {
         // SAFETY: the vendor's own query on its own device, buffers sized by the caller.

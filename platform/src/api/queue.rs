@@ -4,6 +4,7 @@ use crate::core::cl::*;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
+use crate::api::device::{self as device_api, read_handle};
 use crate::core::args::{bytes_of, bytes_of_slice, property_list, write_info};
 use crate::core::error::CLResult;
 use crate::core::forward::Inner;
@@ -103,14 +104,26 @@ fn queue_props(properties: *const cl_queue_properties, device: &Device) -> CLRes
 }
 
 fn vendor_has_extension(device: &Device, name: &str) -> bool {
-    let i = &device.inner;
-    fetch_info(|s, v, r| match i.vt.clGetDeviceInfo {
-        // SAFETY: the vendor's own query on its own device, buffers sized by fetch_info.
-        Some(f) => unsafe { f(i.h, CL_DEVICE_EXTENSIONS, s, v, r) },
-        None => CL_INVALID_OPERATION,
-    })
-    .map(|b| info_string(&b).split_ascii_whitespace().any(|e| e == name))
-    .unwrap_or(false)
+    device_api::inner_info(device, CL_DEVICE_EXTENSIONS)
+        .map(|b| info_string(&b).split_ascii_whitespace().any(|e| e == name))
+        .unwrap_or(false)
+}
+
+/// Whether the default on-device queue of `device` can be replaced. An OpenCL 3.0 device
+/// says so in `CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES`; a 2.x device does not know that
+/// query, and has on-device queues (replaceable from 2.1 on) exactly when it reports a
+/// maximum on-device queue size. A 1.x device answers neither and has none.
+fn replaceable_default_queue(device: &Device) -> bool {
+    match device_api::inner_info(device, CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES) {
+        Ok(caps) => {
+            read_handle::<cl_device_device_enqueue_capabilities>(&caps)
+                & CL_DEVICE_QUEUE_REPLACEABLE_DEFAULT
+                != 0
+        }
+        Err(_) => device_api::inner_info(device, CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE)
+            .map(|max| read_handle::<cl_uint>(&max) > 0)
+            .unwrap_or(false),
+    }
 }
 
 /// Checks the context and device, creates the vendor queue with `make`, and wraps it.
@@ -163,7 +176,7 @@ fn managed_queue(
             Some(f) => unsafe { f(inner.h, CL_QUEUE_PROPERTIES, s, v, r) },
             None => CL_INVALID_OPERATION,
         })
-        .map(|b| crate::api::device::read_handle::<usize>(&b) as cl_command_queue_properties)
+        .map(|b| read_handle::<usize>(&b) as cl_command_queue_properties)
         .unwrap_or(0);
     let label = format!("queue{}", SERIAL.fetch_add(1, Ordering::Relaxed));
     Managed::new(
@@ -258,8 +271,7 @@ pub fn get_command_queue_info(
         CL_QUEUE_CONTEXT => bytes_of(&q.context.handle()).to_vec(),
         CL_QUEUE_DEVICE => bytes_of(&q.device.handle()).to_vec(),
         CL_QUEUE_DEVICE_DEFAULT => {
-            let inner: cl_command_queue =
-                crate::api::device::read_handle(&inner_info(q, param_name)?);
+            let inner: cl_command_queue = read_handle(&inner_info(q, param_name)?);
             let ours = lookup_device_queue(inner).map_or(std::ptr::null_mut(), |w| w.handle());
             bytes_of(&ours).to_vec()
         }
@@ -323,7 +335,23 @@ pub fn set_default_device_command_queue(
     let c = Obj::<Context>::check(context)?.get();
     // "CL_INVALID_DEVICE if device is not a valid device or is not associated with
     // context."
-    let d = Obj::<Device>::check(device)?.get();
+    let d = Obj::<Device>::check(device)?;
+    if !c
+        .devices
+        .iter()
+        .any(|cd| std::ptr::eq::<Obj<Device>>(&**cd, d))
+    {
+        return Err(CL_INVALID_DEVICE);
+    }
+    // The capability comes before the queue, as in PoCL: a device without device-side
+    // enqueue has no queue that could be valid here, whatever the handle (the CTS passes
+    // NULL and expects this error).
+    // "CL_INVALID_OPERATION if device does not support a replaceable default on-device
+    // queue."
+    if !replaceable_default_queue(d.get()) {
+        return Err(CL_INVALID_OPERATION);
+    }
+    let d = d.get();
     // "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid command-queue for device."
     let q = Obj::<Queue>::check(command_queue)?.get();
     vtry!(
