@@ -79,6 +79,8 @@ struct State {
     busy: bool,
     shutdown: bool,
     thread_started: bool,
+    /// The submitter has retired everything and stopped (after `shutdown`).
+    stopped: bool,
 }
 
 /// The managed side of one command queue.
@@ -322,11 +324,26 @@ impl Managed {
         }
     }
 
-    /// Stops the submitter after it has submitted everything (queue released).
+    /// Stops the submitter after it has submitted everything (queue released), and waits
+    /// (a bounded time) until it has retired its pieces and written their traces and
+    /// profile lines: a process that exits right after releasing its queue would lose them.
     pub fn shutdown(&self) {
         self.drain();
-        self.lock().shutdown = true;
+        let mut st = self.lock();
+        st.shutdown = true;
         self.cv.notify_all();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while st.thread_started && !st.stopped {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            st = self
+                .cv
+                .wait_timeout(st, left)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
     }
 
     /// Whether a command with wait list `waits`, enqueued on the vendor queue now, can run

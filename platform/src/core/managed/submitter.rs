@@ -179,6 +179,8 @@ pub fn run(m: Arc<Managed>) {
     // The queue is gone: its events and profile lines reach their files now, not only at
     // exit (which a long-running server may never reach).
     crate::trace::flush();
+    s.m.lock().stopped = true;
+    s.m.cv.notify_all();
 }
 
 /// Fallback when no thread can be started: submit everything now, in this thread.
