@@ -17,26 +17,11 @@ use opencl_sys::*;
 /// No linger, so a client whose demand ended reads `idle` at once.
 const SCHED: &str = "hp_linger_us = 0";
 
-fn queue(env: &Env, level: cl_queue_priority_khr) -> cl_command_queue {
-    let props = [
-        CL_QUEUE_PRIORITY_KHR as cl_queue_properties,
-        level as cl_queue_properties,
-        0,
-    ];
-    let mut err = 0;
-    // SAFETY: a live context and device, a zero-terminated property list.
-    let q = unsafe {
-        clCreateCommandQueueWithProperties(env.context, env.device, props.as_ptr(), &mut err)
-    };
-    ok(err);
-    q
-}
-
 /// The high client's state, as `softpreempt status` shows it.
 fn high_state(dir: &std::path::Path) -> String {
-    mc::clients_of(dir, std::process::id())
+    mc::clients_at(dir, "high")
         .into_iter()
-        .find(|c| c.priority.map(|p| p.to_string()).as_deref() == Some("high"))
+        .next()
         .map(|c| c.state.as_str().to_string())
         .unwrap_or_else(|| panic!("no high client: {}", mc::describe(dir)))
 }
@@ -48,8 +33,8 @@ fn demand_ends_when_the_application_sees_completion() {
     let _g = mc::serial();
     let env = Env::sp();
     // A registered low queue: the high queue's direct commands are then watched.
-    let low = queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
-    let high = queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
+    let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
+    let high = mc::priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
     let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
         .unwrap_or_else(|e| panic!("{e}"));
     let k = env.kernel(prog, "fill");

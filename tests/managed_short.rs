@@ -17,27 +17,8 @@ const SCHED: &str = "target_slice_us = 5000\nhp_linger_us = 0";
 const N: usize = 4096;
 const ITERS: u32 = 16;
 
-fn queue(env: &Env, level: cl_queue_priority_khr) -> cl_command_queue {
-    let props = [
-        CL_QUEUE_PRIORITY_KHR as cl_queue_properties,
-        level as cl_queue_properties,
-        0,
-    ];
-    let mut err = 0;
-    // SAFETY: a live context and device, a zero-terminated property list.
-    let q = unsafe {
-        clCreateCommandQueueWithProperties(env.context, env.device, props.as_ptr(), &mut err)
-    };
-    ok(err);
-    q
-}
-
 fn low_grants(dir: &std::path::Path) -> u64 {
-    mc::clients_of(dir, std::process::id())
-        .into_iter()
-        .filter(|c| c.priority.map(|p| p.to_string()).as_deref() == Some("low"))
-        .map(|c| c.grants)
-        .sum()
+    mc::clients_at(dir, "low").iter().map(|c| c.grants).sum()
 }
 
 #[test]
@@ -45,8 +26,8 @@ fn short_launches_skip_the_submitter_while_the_high_priority_is_idle() {
     let dir = mc::init(SCHED);
     let _g = mc::serial();
     let env = Env::sp();
-    let low = queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
-    let high = queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
+    let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
+    let high = mc::priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
     let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
         .unwrap_or_else(|e| panic!("{e}"));
     let k = env.kernel(prog, "fill");

@@ -87,6 +87,30 @@ pub fn clients_of(dir: &Path, pid: u32) -> Vec<ClientStats> {
         .collect()
 }
 
+/// This process's clients at priority level `level` ("low", "normal", "high").
+pub fn clients_at(dir: &Path, level: &str) -> Vec<ClientStats> {
+    clients_of(dir, std::process::id())
+        .into_iter()
+        .filter(|c| c.priority.map(|p| p.to_string()).as_deref() == Some(level))
+        .collect()
+}
+
+/// A queue of `env` with the priority hint `level` (cl_khr_priority_hints).
+pub fn priority_queue(env: &common::Env, level: cl_queue_priority_khr) -> cl_command_queue {
+    let props = [
+        CL_QUEUE_PRIORITY_KHR as cl_queue_properties,
+        level as cl_queue_properties,
+        0,
+    ];
+    let mut err = 0;
+    // SAFETY: a live context and device, a zero-terminated property list.
+    let q = unsafe {
+        clCreateCommandQueueWithProperties(env.context, env.device, props.as_ptr(), &mut err)
+    };
+    common::ok(err);
+    q
+}
+
 /// Total `slices` of this process's clients.
 pub fn my_slices(dir: &Path) -> u64 {
     clients_of(dir, std::process::id())
