@@ -73,6 +73,8 @@ mod options;
 #[cfg(not(loom))]
 pub mod planner;
 #[cfg(not(loom))]
+mod profile;
+#[cfg(not(loom))]
 mod segment;
 #[cfg(not(loom))]
 mod stats;
@@ -91,6 +93,8 @@ pub use planner::{
     adapted_target, plan_next, rows_for_target, slice_at, slices, wave_rows, waves, NdRange, Slice,
     SlicePlanner, TimingModel, TimingTable,
 };
+#[cfg(not(loom))]
+pub use profile::RowProfile;
 #[cfg(not(loom))]
 pub use segment::{list_segments, segment_name, SEGMENT_PREFIX};
 #[cfg(not(loom))]

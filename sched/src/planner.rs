@@ -182,10 +182,16 @@ impl TimingModel {
 
     /// Records that `work_groups` groups took `ns`.
     pub fn observe(&mut self, work_groups: u64, ns: u64) {
-        if work_groups == 0 {
+        self.observe_units(work_groups as f64, ns);
+    }
+
+    /// Records that `units` of work took `ns`: work-groups or waves, or for an uneven
+    /// kernel waves weighted by how dear their rows are (see [`crate::RowProfile`]).
+    pub fn observe_units(&mut self, units: f64, ns: u64) {
+        if units <= 0.0 || !units.is_finite() {
             return;
         }
-        let (x, y) = (work_groups as f64, ns as f64);
+        let (x, y) = (units, ns as f64);
         let keep = if self.samples == 0 {
             0.0
         } else {
@@ -257,6 +263,11 @@ impl<K: Hash + Eq> TimingTable<K> {
     /// Records an observation for `key`.
     pub fn observe(&mut self, key: K, work_groups: u64, ns: u64) {
         self.models.entry(key).or_default().observe(work_groups, ns);
+    }
+
+    /// Records an observation in weighted units (see [`TimingModel::observe_units`]).
+    pub fn observe_units(&mut self, key: K, units: f64, ns: u64) {
+        self.models.entry(key).or_default().observe_units(units, ns);
     }
 
     /// Drops the models whose key matches (their kernel is gone, and a new one may get
@@ -403,6 +414,14 @@ impl SlicePlanner {
         if model.samples() == 0 {
             self.slow_start_rows = self.slow_start_rows.saturating_mul(2);
         }
+        self.rows_done += s.rows;
+        Some(s)
+    }
+
+    /// The next slice of exactly `rows` rows (fewer at the end), sized by the caller (from
+    /// a [`crate::RowProfile`]), or `None` when the range is covered.
+    pub fn take(&mut self, rows: u64) -> Option<Slice> {
+        let s = slice_at(&self.range, self.rows_done, rows.max(1))?;
         self.rows_done += s.rows;
         Some(s)
     }

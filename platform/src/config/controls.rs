@@ -271,9 +271,8 @@ controls! {
         /// Target duration of one slice, in microseconds; it also bounds the
         /// predicted device time a queue keeps queued behind its running slice.
         /// Shorter slices let a higher-priority process take over sooner but add
-        /// launch overhead. Unset: 250 on a GPU, 1000 on other devices (PoCL's
-        /// CPU device pays far more per launch), as measured in
-        /// docs/benchmarks.md.
+        /// launch overhead. Unset: 250, chosen by the measurements in
+        /// docs/benchmarks.md (on an H100 and on PoCL).
         target_slice_us: Option<u64> = None,
             expect "an integer between 50 and 1000000", example "target_slice_us = 500",
             valid |v| v.iter().all(|v| in_range(v, 50, 1_000_000));

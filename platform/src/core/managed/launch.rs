@@ -189,26 +189,18 @@ fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) ->
     rc == CL_SUCCESS
 }
 
-/// How many work-groups of `items` work-items each the device runs at once: its compute
-/// units times the groups one unit holds. A GPU compute unit (an NVIDIA SM) holds up to
-/// 2048 resident work-items in at most 32 groups; a CPU device's unit (PoCL's thread) runs
-/// one group at a time. Registers or local memory can lower a GPU's real figure; erring
-/// high makes slices longer, never narrower than a wave.
 /// Whether `device` is a GPU (cached per device).
 pub fn is_gpu(device: &crate::core::forward::Inner<cl_device_id>) -> bool {
-    wave_work_groups(device, 1).1
+    device_facts(device).1
 }
 
-/// Also says whether the device is a GPU.
-fn wave_work_groups(
-    device: &crate::core::forward::Inner<cl_device_id>,
-    items: usize,
-) -> (u64, bool) {
+/// The device's compute units and whether it is a GPU, asked once per device.
+fn device_facts(device: &crate::core::forward::Inner<cl_device_id>) -> (u64, bool) {
     static DEVICES: once_cell::sync::Lazy<
         std::sync::Mutex<std::collections::HashMap<usize, (u64, bool)>>,
     > = once_cell::sync::Lazy::new(Default::default);
     let mut known = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
-    let (units, gpu) = *known.entry(device.h as usize).or_insert_with(|| {
+    *known.entry(device.h as usize).or_insert_with(|| {
         let info = |what| {
             fetch_info(|s, v, r| match device.vt.clGetDeviceInfo {
                 // SAFETY: the vendor's query on its own device.
@@ -221,7 +213,25 @@ fn wave_work_groups(
         let units = word(info(CL_DEVICE_MAX_COMPUTE_UNITS)).max(1);
         let gpu = word(info(CL_DEVICE_TYPE)) & CL_DEVICE_TYPE_GPU as u64 != 0;
         (units, gpu)
-    });
+    })
+}
+
+/// The device's compute units (cached per device).
+fn compute_units(device: &crate::core::forward::Inner<cl_device_id>) -> u64 {
+    device_facts(device).0
+}
+
+/// How many work-groups of `items` work-items each the device runs at once: its compute
+/// units times the groups one unit holds. A GPU compute unit (an NVIDIA SM) holds up to
+/// 2048 resident work-items in at most 32 groups; a CPU device's unit (PoCL's thread) runs
+/// one group at a time. Registers or local memory can lower a GPU's real figure; erring
+/// high makes slices longer, never narrower than a wave. Also says whether the device is
+/// a GPU.
+fn wave_work_groups(
+    device: &crate::core::forward::Inner<cl_device_id>,
+    items: usize,
+) -> (u64, bool) {
+    let (units, gpu) = device_facts(device);
     if let Some(w) = crate::config::config().sched.wave_work_groups {
         return (w.max(1), gpu);
     }
@@ -233,24 +243,86 @@ fn wave_work_groups(
     (units * per_unit, gpu)
 }
 
-/// The block slices are cut in: the local size, or with a NULL local size (each slice is
-/// then launched with NULL too) the kernel's preferred work-group multiple along the
-/// first dimension.
+/// The block slices are cut in: the local size, or with a NULL local size the block
+/// `null_local_unit` chooses, with whether slices pass that block as their local size.
 fn unit_of(
     k: &Kernel,
     device: &crate::core::forward::Inner<cl_device_id>,
     geo: &Geometry,
-) -> [usize; 3] {
-    if let Some(l) = geo.local {
-        return l;
+) -> ([usize; 3], bool) {
+    match geo.local {
+        Some(l) => (l, true),
+        None => null_local_unit(k, device, geo),
     }
+}
+
+/// Most work-items in the local size chosen for the slices of a NULL-local launch on a
+/// CPU device: large enough that PoCL's per-group cost stays negligible (measured on PoCL
+/// 3.1, the demo's 1024² Mandelbrot whole: 64, 256 and 1024 items per group within 2%).
+const CPU_SLICE_GROUP_ITEMS: usize = 128;
+
+/// Fewest work-groups per compute unit a CPU launch is cut into where its size allows.
+/// PoCL runs one group per thread at a time, so a wave is one group per thread, and a
+/// launch of few long work-items (the benchmark's LP: 8192 items of 6 µs each) in
+/// 128-item groups has waves of 1.6 ms, longer than any slice target; smaller groups
+/// make waves short enough to cut at the target.
+const CPU_GROUPS_PER_UNIT: usize = 512;
+
+/// The slicing block of a launch whose application passed a NULL local size.
+///
+/// A CPU device gets an explicit local size for its slices (the second value, true),
+/// chosen here: with NULL, PoCL picks a local size per slice from the slice's own global
+/// size, and for a slice of a few rows that is one or two groups, so one of its threads
+/// idles (a 1-row slice of the demo's Mandelbrot ran at half speed; the same rows with an
+/// explicit 256-item local size within 25% of the whole launch, 4 rows within 7%). This is
+/// legal only because the kernel was found not to depend on its work-group size
+/// (`Sliceable::Yes { null_local: true }`), and the whole launch, when not cut, still goes
+/// with the application's NULL.
+///
+/// A GPU keeps NULL per slice (the second value, false), with the kernel's preferred
+/// work-group multiple along the first dimension as the block: a GPU slice holds many
+/// groups whatever the driver picks, and the measured GPU results rest on the driver's
+/// own choice.
+fn null_local_unit(
+    k: &Kernel,
+    device: &crate::core::forward::Inner<cl_device_id>,
+    geo: &Geometry,
+) -> ([usize; 3], bool) {
     let mut unit = [1usize; 3];
     let pm: usize =
         kernel_wg_info(k, device.h, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE).unwrap_or(1);
+    let null_local_ok = matches!(k.sliceable, Sliceable::Yes { null_local: true });
+    if null_local_ok && !is_gpu(device) {
+        let max_wg: usize = kernel_wg_info(k, device.h, CL_KERNEL_WORK_GROUP_SIZE).unwrap_or(1);
+        let max_item = device_item_sizes(device)
+            .and_then(|v| v.first().copied())
+            .unwrap_or(1);
+        let items: usize = geo.global[..geo.work_dim as usize].iter().product();
+        let units = compute_units(device) as usize;
+        let by_count = items / CPU_GROUPS_PER_UNIT.saturating_mul(units).max(1);
+        let cap = by_count
+            .clamp(pm.max(1), CPU_SLICE_GROUP_ITEMS)
+            .min(max_wg)
+            .min(max_item)
+            .max(1);
+        // The largest divisor of the first dimension within the cap that is a multiple of
+        // the vendor's preferred multiple (what it vectorizes over); none keeps NULL.
+        let g0 = geo.global[0];
+        let step = pm.max(1);
+        if let Some(d) = (1..=cap.min(g0) / step)
+            .rev()
+            .map(|i| i * step)
+            .find(|&d| g0.is_multiple_of(d) && d >= 2)
+        {
+            unit[0] = d;
+            tracing::debug!(kernel = %k.name, items, pm, cap, group = d, "local size chosen for slices");
+            return (unit, true);
+        }
+    }
     if pm > 1 && geo.global[0].is_multiple_of(pm) {
         unit[0] = pm;
     }
-    unit
+    (unit, false)
 }
 
 /// The whole launch's device time as the kernel's timing model predicts it, once the
@@ -260,7 +332,7 @@ pub fn predicted_ns(
     device: &crate::core::forward::Inner<cl_device_id>,
     geo: &Geometry,
 ) -> Option<u64> {
-    let unit = unit_of(k, device, geo);
+    let (unit, _) = unit_of(k, device, geo);
     let d = geo.work_dim as usize;
     let groups: u64 = (0..d)
         .map(|i| geo.global[i].div_ceil(unit[i].max(1)) as u64)
@@ -278,7 +350,7 @@ pub fn build(
     clone: Retained,
     in_order: bool,
 ) -> Launch {
-    let unit = unit_of(k, device, &geo);
+    let (unit, unit_is_local) = unit_of(k, device, &geo);
     let mut sliceable = in_order
         && match k.sliceable {
             Sliceable::Yes { null_local } => null_local || geo.local.is_some(),
@@ -300,6 +372,7 @@ pub fn build(
         global: geo.global,
         local: geo.local,
         unit,
+        unit_is_local,
         sliceable,
         key: (k.inner.h as usize, device.h as usize),
         name: k.name.clone(),

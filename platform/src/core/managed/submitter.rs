@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::deferred::{complete_on, status_of, Deferred};
+use super::profiles::{self, ProfileKey};
 use super::{monotonic_ns, Command, Managed, Work};
 use crate::config::{self, SliceMode};
 use crate::core::cl::*;
@@ -63,6 +64,10 @@ pub struct Launch {
     /// too, and `unit` only guides where slices are cut).
     pub local: Option<[usize; 3]>,
     pub unit: [usize; 3],
+    /// Slices pass `unit` as their local size (the application's own, or with a NULL
+    /// local size on a CPU device one chosen for them: `launch::null_local_unit`); the
+    /// launch sent whole keeps the application's `local`.
+    pub unit_is_local: bool,
     /// May be cut into slices (rule 5, an in-order queue, no pending dependencies).
     pub sliceable: bool,
     /// The timing model's key.
@@ -96,6 +101,7 @@ pub(super) fn model(key: &ModelKey) -> TimingModel {
 /// Forgets what was learned about kernel `h` (an inner handle): it is being released, and
 /// the vendor may hand the same handle to a new, different kernel.
 pub fn forget_kernel(h: usize) {
+    super::profiles::forget_kernel(h);
     MODELS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -116,6 +122,8 @@ struct InFlight {
     /// Its predicted device time when submitted (see `Submitter::predict`).
     pred_ns: u64,
     key: Option<ModelKey>,
+    /// The geometry's row profile, the rows the piece covers and the range's rows.
+    rows: Option<(ProfileKey, u64, u64, u64)>,
 }
 
 struct Submitter {
@@ -237,12 +245,17 @@ impl Submitter {
         // Host-observed times, on the CLOCK_MONOTONIC every process shares: the device's
         // own profiling clock would need the queue to have profiling on.
         if crate::trace::enabled() {
+            let (first_row, rows) = p.rows.map_or((0, 0), |r| (r.1, r.2));
             crate::trace::slice(
                 &self.m.label,
                 &p.kernel,
                 started,
                 now,
-                &[("work_groups", p.work_groups.into())],
+                &[
+                    ("work_groups", p.work_groups.into()),
+                    ("first_row", first_row.into()),
+                    ("rows", rows.into()),
+                ],
             );
         }
         tracing::trace!(work_groups = p.work_groups, took_ns = took, "piece retired");
@@ -253,10 +266,25 @@ impl Submitter {
         }
         if let Some(key) = p.key {
             let waves = softpreempt_sched::waves(p.work_groups, p.wave_wgs);
+            // The model learns in the rows' weight: a profile-sized piece of an uneven
+            // kernel takes about the target whatever its waves, which would read as all
+            // fixed cost (and make a whole launch look short).
+            let weight = p
+                .rows
+                .and_then(|(pk, first, n, _)| profiles::relative_cost(&pk, first, n))
+                .unwrap_or(1.0);
+            if let Some((pk, first, n, rows)) = p.rows {
+                // The fixed cost of a launch is no row's: the rest is spread over the rows.
+                let overhead = model(&key)
+                    .fit()
+                    .map_or(0.0, |f| f.0)
+                    .min(took as f64 / 2.0);
+                profiles::observe(pk, rows, first, n, took as f64 - overhead);
+            }
             MODELS
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .observe(key, waves, took);
+                .observe_units(key, waves as f64 * weight, took);
             if waves > 0 {
                 self.recent = Some((key, took as f64 / waves as f64));
             }
@@ -400,14 +428,22 @@ impl Submitter {
 
     /// Enqueues one piece of a launch on the vendor queue and flushes it, so it starts
     /// at once (nothing else would flush it: the application waits on a user event).
+    /// `cut`: the piece is a slice (or the rest after slices), launched with the slicing
+    /// block as its local size where that is one (`Launch::unit_is_local`); a launch sent
+    /// whole goes with the application's own local size.
     fn enqueue_piece(
         &self,
         l: &Launch,
         offset: *const usize,
         size: &[usize; 3],
+        cut: bool,
         waits: &[cl_event],
     ) -> Result<cl_event, cl_int> {
-        let local = l.local.as_ref().map_or(std::ptr::null(), |x| x.as_ptr());
+        let local = if cut && l.unit_is_local {
+            l.unit.as_ptr()
+        } else {
+            l.local.as_ref().map_or(std::ptr::null(), |x| x.as_ptr())
+        };
         let vt = self.vt();
         let mut ev: cl_event = std::ptr::null_mut();
         let rc = match vt.clEnqueueNDRangeKernel {
@@ -453,7 +489,7 @@ impl Submitter {
         // queue, sets the event, or until another queue's submitter, perhaps waiting for
         // the grant we hold, submits it. It goes whole, holding nothing.
         if pending {
-            let ev = self.enqueue_piece(l, whole_offset, &l.global, waits)?;
+            let ev = self.enqueue_piece(l, whole_offset, &l.global, false, waits)?;
             self.m.note_unready(ev);
             if let Some(d) = d {
                 self.last_piece(d, ev, waits);
@@ -475,13 +511,14 @@ impl Submitter {
             .ok()
             .filter(|_| l.sliceable)
             .map(|r| SlicePlanner::new(r, l.wave_wgs));
+        let pkey = planner.as_ref().map(|p| ProfileKey::new(l.key, p.range()));
         // Rule 8: a wave longer than the driver's own hand-over is better left to the
         // driver, while a higher priority is registered (slicing would be decided).
         if l.gpu && planner.is_some() && self.slicing() {
             let wave_ns = model(&l.key).predict(1).unwrap_or(0);
             if wave_ns > GPU_HANDOVER_NS.max(self.m.target_ns) {
                 tracing::debug!(kernel = %l.name, wave_ns, "one wave outlasts the driver's hand-over: not sliced, not held");
-                let ev = self.enqueue_piece(l, whole_offset, &l.global, waits)?;
+                let ev = self.enqueue_piece(l, whole_offset, &l.global, false, waits)?;
                 if let Some(d) = d {
                     d.piece(ev);
                     complete_on(d, ev);
@@ -497,37 +534,59 @@ impl Submitter {
         loop {
             // Decided per piece: a higher priority may have come or gone since the last one.
             let slicing = self.slicing();
-            let piece = match planner.as_mut().filter(|_| slicing) {
-                Some(p) => {
+            let piece = match (planner.as_mut().filter(|_| slicing), pkey.as_ref()) {
+                (Some(p), Some(pk)) => {
                     let m = model(&l.key);
                     tracing::trace!(fit = ?m.fit(), samples = m.samples(), "planning a slice");
-                    let recent = self.recent.filter(|r| r.0 == l.key).map(|r| r.1);
-                    let target = softpreempt_sched::adapted_target(&m, recent, self.m.target_ns);
-                    p.next_slice(&m, target)
+                    // Rows whose cost earlier launches of this geometry showed are cut by
+                    // that cost; otherwise by the model, shrunk where the latest pieces ran
+                    // dearer than its average (an uneven kernel seen for the first time).
+                    let target = self.m.target_ns as f64;
+                    let budget = target - m.fit().map_or(0.0, |f| f.0).min(target / 2.0);
+                    match profiles::rows_within(pk, p.rows_done(), budget, p.wave_rows()) {
+                        Some(rows) => p.take(rows),
+                        None => {
+                            let recent = self.recent.filter(|r| r.0 == l.key).map(|r| r.1);
+                            let t = softpreempt_sched::adapted_target(&m, recent, self.m.target_ns);
+                            p.next_slice(&m, t)
+                        }
+                    }
                 }
-                .map(|s| (s.offset, s.size, s.work_groups, true)),
-                None => None,
+                .map(|s| Piece::of(&s, true)),
+                _ => None,
             };
             let started = planner.as_ref().is_some_and(|p| p.rows_done() > 0);
-            let (offset, size, wgs, sliced) = match piece {
+            let all_rows = planner.as_ref().map_or(0, |p| p.range().rows());
+            let whole = Piece {
+                offset: l.offset.unwrap_or([0; 3]),
+                size: l.global,
+                work_groups: 0,
+                sliced: false,
+                first_row: 0,
+                rows: 0,
+            };
+            let Piece {
+                offset,
+                size,
+                work_groups: wgs,
+                sliced,
+                first_row,
+                rows,
+            } = match piece {
                 Some(p) => p,
                 // The rest in one piece, from where slicing stopped.
-                None if started => planner.as_ref().map(rest_of).unwrap_or((
-                    l.offset.unwrap_or([0; 3]),
-                    l.global,
-                    0,
-                    false,
-                )),
+                None if started => planner.as_ref().and_then(rest_of).unwrap_or(whole),
                 // The whole launch, exactly as the application gave it (its time still
-                // teaches the model, so the first slices are cut to the right size).
-                None => (
-                    l.offset.unwrap_or([0; 3]),
-                    l.global,
-                    planner.as_ref().map_or(0, |p| p.range().total_groups()),
-                    false,
-                ),
+                // teaches the model and the row profile, so the first slices are cut to
+                // the right size).
+                None => Piece {
+                    work_groups: planner.as_ref().map_or(0, |p| p.range().total_groups()),
+                    rows: all_rows,
+                    ..whole
+                },
             };
-            let pred = self.predict(l, wgs);
+            let covered = pkey.filter(|_| wgs > 0 && rows > 0);
+            let pred = self.predict(l, wgs, covered.as_ref().map(|k| (k, first_row, rows)));
             self.make_room(pred);
             let asked_ns = if tracing { monotonic_ns() } else { 0 };
             let token = if self.may_group(pred) {
@@ -545,8 +604,8 @@ impl Submitter {
             } else {
                 whole_offset
             };
-            let ev = match self.enqueue_piece(l, offset_ptr, &size, if first { waits } else { &[] })
-            {
+            let waits = if first { waits } else { &[] };
+            let ev = match self.enqueue_piece(l, offset_ptr, &size, sliced || started, waits) {
                 Ok(ev) => ev,
                 Err(rc) => {
                     if let (Some(t), Some(c)) = (token, self.m.client.as_ref()) {
@@ -575,6 +634,7 @@ impl Submitter {
                 wave_wgs: l.wave_wgs,
                 pred_ns: pred,
                 key,
+                rows: covered.map(|k| (k, first_row, rows, all_rows)),
             });
             if finished {
                 return Ok(());
@@ -584,14 +644,21 @@ impl Submitter {
 
     /// The predicted device time of a piece of `wgs` work-groups of launch `l`; the whole
     /// budget when nothing is known (so unknown work is never packed behind more).
-    fn predict(&self, l: &Launch, wgs: u64) -> u64 {
+    /// A piece covering known rows of a profiled geometry (`rows`: the profile, the first
+    /// row and how many) is predicted by their learned cost plus the launch's fixed cost.
+    fn predict(&self, l: &Launch, wgs: u64, rows: Option<(&ProfileKey, u64, u64)>) -> u64 {
         let budget = self.m.target_ns;
         if wgs == 0 {
             return budget;
         }
-        model(&l.key)
-            .predict(softpreempt_sched::waves(wgs, l.wave_wgs))
-            .unwrap_or(budget)
+        let m = model(&l.key);
+        let by_rows = rows.and_then(|(k, first, n)| profiles::predict(k, first, n));
+        match (by_rows, m.fit()) {
+            (Some(work), fit) => (work + fit.map_or(0.0, |f| f.0)) as u64,
+            (None, _) => m
+                .predict(softpreempt_sched::waves(wgs, l.wave_wgs))
+                .unwrap_or(budget),
+        }
     }
 
     /// Retires pieces until one of `pred` ns fits: the predicted device time queued behind
@@ -655,12 +722,35 @@ impl Submitter {
 }
 
 /// The unsubmitted remainder of a partly sliced launch, as one piece.
-fn rest_of(p: &SlicePlanner) -> ([usize; 3], [usize; 3], u64, bool) {
+fn rest_of(p: &SlicePlanner) -> Option<Piece> {
     let r = p.range();
-    let rows_left = r.rows() - p.rows_done();
-    match softpreempt_sched::slice_at(r, p.rows_done(), rows_left) {
-        Some(s) => (s.offset, s.size, s.work_groups, false),
-        None => (r.global_offset, r.global_size, 0, false),
+    softpreempt_sched::slice_at(r, p.rows_done(), r.rows() - p.rows_done())
+        .map(|s| Piece::of(&s, false))
+}
+
+/// What one enqueue of a launch covers.
+struct Piece {
+    offset: [usize; 3],
+    size: [usize; 3],
+    /// 0 when unknown (the launch's range could not be planned).
+    work_groups: u64,
+    /// Cut by the planner (a slice), rather than the rest or the whole launch.
+    sliced: bool,
+    /// The work-group rows covered, for the row profile (0 rows: unknown).
+    first_row: u64,
+    rows: u64,
+}
+
+impl Piece {
+    fn of(s: &softpreempt_sched::Slice, sliced: bool) -> Piece {
+        Piece {
+            offset: s.offset,
+            size: s.size,
+            work_groups: s.work_groups,
+            sliced,
+            first_row: s.first_row,
+            rows: s.rows,
+        }
     }
 }
 
