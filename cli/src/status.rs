@@ -99,6 +99,10 @@ fn client_json(c: &ClientStats) -> Value {
         "yields": c.yields,
         "wait_ns": c.wait_ns,
         "busy_ns": c.busy_ns,
+        "piece_ns": c.piece_ns,
+        "handbacks": c.handbacks,
+        "handback_ns": c.handback_ns,
+        "handback_max_ns": c.handback_max_ns,
     })
 }
 
@@ -130,7 +134,7 @@ macro_rules! row {
     ($out:expr, $($v:expr),+ $(,)?) => {{
         let _ = writeln!(
             $out,
-            "  {:>8}  {:<16} {:<16} {:<9} {:<9} {:>8} {:>7} {:>10} {:>10}",
+            "  {:>8}  {:<16} {:<16} {:<9} {:<9} {:>8} {:>7} {:>10} {:>10} {:>9} {:>9}",
             $($v),+
         );
     }};
@@ -169,7 +173,9 @@ fn render_text(r: &Report, out: &mut String) {
             "SLICES",
             "YIELDS",
             "WAITED",
-            "BUSY"
+            "BUSY",
+            "PIECE",
+            "HANDBACK"
         );
         for c in &s.clients {
             row!(
@@ -182,7 +188,19 @@ fn render_text(r: &Report, out: &mut String) {
                 c.slices,
                 c.yields,
                 duration_ns(c.wait_ns),
-                duration_ns(c.busy_ns)
+                duration_ns(c.busy_ns),
+                // The preemption granularity: how long a higher priority may wait
+                // behind one of this client's pieces.
+                if c.piece_ns > 0 {
+                    duration_ns(c.piece_ns)
+                } else {
+                    "-".into()
+                },
+                // Mean gap from a higher priority's release to this client's next grant.
+                match c.handback_ns.checked_div(c.handbacks) {
+                    Some(mean) => duration_ns(mean),
+                    None => "-".into(),
+                }
             );
         }
     }

@@ -35,9 +35,9 @@ fn trace_child() {
                 &[("rows_done", 64u64.into())],
             );
             assert!(profile::enabled());
-            profile::launch("mandel", &"low", 4, 40_000);
-            profile::launch("mandel", &"low", 2, 20_000);
-            profile::launch("vadd", &"high", 1, 500);
+            profile::launch("mandel", &"low", 4, 40_000, 12_000);
+            profile::launch("mandel", &"low", 2, 20_000, 11_000);
+            profile::launch("vadd", &"high", 1, 500, 500);
         }
         "killed" => {
             for i in 0..5_000u64 {

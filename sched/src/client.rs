@@ -366,7 +366,10 @@ impl Client {
             // Generation first, decision second: a change after the decision bumps it.
             let g = v.generation();
             let until = match self.decide(&v) {
-                Decision::Granted { share, .. } => break Ok(share),
+                Decision::Granted { share, .. } => {
+                    v.note_handback(self.slot, start, liveness::now_ns());
+                    break Ok(share);
+                }
                 Decision::Blocked { until_ns } => until_ns,
                 Decision::InflightFull => None,
             };

@@ -103,7 +103,11 @@ pub struct Header {
     pub last_share_grant: AtomicU64,
     /// Slots reclaimed from dead processes.
     pub reclaims: AtomicU64,
-    _pad2: [AtomicU64; 42],
+    /// CLOCK_MONOTONIC ns at which the latest client stopped holding the device for its
+    /// level (its demand dropped, or its linger ends then), for the hand-back gap (taken
+    /// from the padding: the layout and its version are unchanged).
+    pub released_ns: AtomicU64,
+    _pad2: [AtomicU64; 41],
 }
 
 /// One client slot. Written by its owner, except for reclaim (done under the slot's lock).
@@ -149,7 +153,17 @@ pub struct Slot {
     /// Most lower-priority slices in flight when this client submitted work (taken from
     /// the padding: the layout and its version are unchanged).
     pub behind_max: AtomicU64,
-    _pad1: [AtomicU64; 9],
+    /// Grants obtained after waiting for a higher priority that then let go (hand-backs;
+    /// these four come from the padding, as `behind_max`).
+    pub handbacks: AtomicU64,
+    /// Summed gap from the release to the grant of those, ns.
+    pub handback_ns: AtomicU64,
+    /// Longest such gap, ns.
+    pub handback_max_ns: AtomicU64,
+    /// Mean length of this client's recent pieces (decayed, ns): how long a higher
+    /// priority may wait behind one of them.
+    pub piece_ns: AtomicU64,
+    _pad1: [AtomicU64; 5],
 }
 
 #[cfg(not(loom))]
@@ -199,6 +213,7 @@ impl Header {
             total_grants: Default::default(),
             last_share_grant: Default::default(),
             reclaims: Default::default(),
+            released_ns: Default::default(),
             _pad2: zeroed_array(),
         })
     }
@@ -237,6 +252,10 @@ impl Slot {
             exe: zeroed_array(),
             label: zeroed_array(),
             behind_max: Default::default(),
+            handbacks: Default::default(),
+            handback_ns: Default::default(),
+            handback_max_ns: Default::default(),
+            piece_ns: Default::default(),
             _pad1: zeroed_array(),
         }
     }

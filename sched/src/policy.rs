@@ -239,13 +239,30 @@ impl<'a> View<'a> {
         let s = &self.slots[me];
         let (w, b) = bit(me);
         // Linger is raised before demand drops, so lower clients never see a gap.
+        let release = now.saturating_add(self.params.linger_ns);
         if self.params.linger_ns > 0 {
-            s.linger_until_ns
-                .store(now.saturating_add(self.params.linger_ns), Ordering::Relaxed);
+            s.linger_until_ns.store(release, Ordering::Relaxed);
             self.h.linger[l][w].fetch_or(b, Ordering::Relaxed);
         }
+        self.h.released_ns.fetch_max(release, Ordering::Relaxed);
         self.h.demand[l][w].fetch_and(!b, Ordering::Relaxed);
         s.last_activity_ns.store(now, Ordering::Relaxed);
+    }
+
+    /// Records a grant that came after waiting for a higher priority (`since`: when the
+    /// wait began): the gap from that client's release (its idle, or its linger's end) to
+    /// now, the statistic `softpreempt status` shows as the hand-back gap.
+    pub fn note_handback(&self, me: usize, since: u64, now: u64) {
+        let released = self.h.released_ns.load(Ordering::Relaxed);
+        if released < since || released > now {
+            // No release during the wait (a round-robin turn or the in-flight limit).
+            return;
+        }
+        let s = &self.slots[me];
+        let gap = now - released;
+        s.handbacks.fetch_add(1, Ordering::Relaxed);
+        s.handback_ns.fetch_add(gap, Ordering::Relaxed);
+        s.handback_max_ns.fetch_max(gap, Ordering::Relaxed);
     }
 
     /// One grant decision for slot `me`. On `Granted`, the caller must call
@@ -324,11 +341,20 @@ impl<'a> View<'a> {
         s.slices.fetch_add(1, Ordering::Relaxed);
         s.busy_ns.fetch_add(duration_ns, Ordering::Relaxed);
         s.last_activity_ns.store(now, Ordering::Relaxed);
+        // Decayed mean piece length, weight 1/8 for the newest (one writer: the owner).
+        let old = s.piece_ns.load(Ordering::Relaxed);
+        let mean = if old == 0 {
+            duration_ns
+        } else {
+            old - old / 8 + duration_ns / 8
+        };
+        s.piece_ns.store(mean, Ordering::Relaxed);
         let l = pri.level.index();
         if self.params.linger_ns > 0 && self.is_set(&self.h.linger[l], me) {
             // Linger counts from the last completion, not from `idle`.
-            s.linger_until_ns
-                .store(now.saturating_add(self.params.linger_ns), Ordering::Relaxed);
+            let release = now.saturating_add(self.params.linger_ns);
+            s.linger_until_ns.store(release, Ordering::Relaxed);
+            self.h.released_ns.fetch_max(release, Ordering::Relaxed);
         }
         fence(Ordering::SeqCst);
         // Another thread of this client may wait for an in-flight slot.
@@ -436,6 +462,10 @@ impl<'a> View<'a> {
             &s.busy_ns,
             &s.linger_until_ns,
             &s.behind_max,
+            &s.handbacks,
+            &s.handback_ns,
+            &s.handback_max_ns,
+            &s.piece_ns,
         ] {
             c.store(0, Ordering::Relaxed);
         }

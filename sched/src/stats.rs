@@ -81,6 +81,15 @@ pub struct ClientStats {
     pub busy_ns: u64,
     /// Most lower-priority slices in flight when this client submitted work.
     pub behind_max: u64,
+    /// Grants that followed a higher priority's release (hand-backs).
+    pub handbacks: u64,
+    /// Their summed gap from the release to the grant, ns.
+    pub handback_ns: u64,
+    /// Their longest gap, ns.
+    pub handback_max_ns: u64,
+    /// Mean length of this client's recent pieces (decayed), ns: how long a higher
+    /// priority may wait behind one of them, its preemption granularity.
+    pub piece_ns: u64,
     /// CLOCK_MONOTONIC ns of the last activity.
     pub last_activity_ns: u64,
     /// Claims of this slot so far.
@@ -160,6 +169,10 @@ pub(crate) fn read_client(v: &View<'_>, i: usize, seg: Option<&Segment>, now: u6
         wait_ns: s.wait_ns.load(Ordering::Relaxed),
         busy_ns: s.busy_ns.load(Ordering::Relaxed),
         behind_max: s.behind_max.load(Ordering::Relaxed),
+        handbacks: s.handbacks.load(Ordering::Relaxed),
+        handback_ns: s.handback_ns.load(Ordering::Relaxed),
+        handback_max_ns: s.handback_max_ns.load(Ordering::Relaxed),
+        piece_ns: s.piece_ns.load(Ordering::Relaxed),
         last_activity_ns: s.last_activity_ns.load(Ordering::Relaxed),
         incarnation: s.incarnation.load(Ordering::Relaxed),
         process_alive: seg.map(|_| liveness::process_alive(pid, start_time)),

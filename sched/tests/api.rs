@@ -112,6 +112,25 @@ fn linger_holds_lower_levels_then_expires() {
     hi.idle();
     // The waiter sleeps until the linger deadline, with no waker needed.
     lo.acquire(LIVENESS).expect("linger expires").complete(1);
+    // ... and the grant counts as one hand-back, with its gap and the piece's length.
+    let st = lo.stats();
+    assert_eq!(st.handbacks, 1, "{st:?}");
+    assert!(st.handback_max_ns <= st.handback_ns && st.handback_ns == st.handback_max_ns);
+    assert_eq!(st.piece_ns, 1);
+    assert_eq!(hi.stats().handbacks, 0, "the high client never waited");
+}
+
+#[test]
+fn a_grant_without_a_release_is_no_hand_back() {
+    let d = TestDir::new("no-handback");
+    let arb = Arbiter::open("dev0", &d.opts()).unwrap();
+    let c = arb.register(info("low", "l")).unwrap();
+    c.acquire(LIVENESS).unwrap().complete(1_000);
+    c.try_acquire().unwrap().complete(3_000);
+    let st = c.stats();
+    assert_eq!(st.handbacks, 0, "{st:?}");
+    // The decayed mean moves an eighth of the way towards the newest piece.
+    assert_eq!(st.piece_ns, 1_000 - 1_000 / 8 + 3_000 / 8);
 }
 
 #[test]

@@ -18,6 +18,9 @@ pub struct KernelStats {
     pub slices: u64,
     /// Device time of all slices, ns.
     pub device_ns: u64,
+    /// The longest piece (a slice, or a launch sent whole), ns: the preemption
+    /// granularity a higher priority met behind this kernel.
+    pub max_piece_ns: u64,
 }
 
 /// Statistics by (kernel name, priority), in name order.
@@ -28,12 +31,20 @@ pub struct ProfileTable {
 
 impl ProfileTable {
     /// Counts one launch.
-    pub fn add(&mut self, kernel: &str, priority: &str, slices: u64, device_ns: u64) {
+    pub fn add(
+        &mut self,
+        kernel: &str,
+        priority: &str,
+        slices: u64,
+        device_ns: u64,
+        max_piece_ns: u64,
+    ) {
         let key = (kernel.to_string(), priority.to_string());
         let s = self.kernels.entry(key).or_default();
         s.launches += 1;
         s.slices += slices;
         s.device_ns += device_ns;
+        s.max_piece_ns = s.max_piece_ns.max(max_piece_ns);
     }
 
     /// The totals of `kernel` at `priority`.
@@ -55,6 +66,8 @@ impl ProfileTable {
                 "slices": s.slices,
                 "total_device_ns": s.device_ns,
                 "mean_device_ns": s.device_ns / s.launches.max(1),
+                "mean_piece_ns": s.device_ns / s.slices.max(1),
+                "max_piece_ns": s.max_piece_ns,
                 "pid": pid,
                 "exe": exe,
             });
@@ -94,14 +107,27 @@ pub fn enabled() -> bool {
     })
 }
 
-/// Counts one launch of `kernel` at `priority`: `slices` pieces, `device_ns` in all.
-pub fn launch(kernel: &str, priority: &dyn std::fmt::Display, slices: u64, device_ns: u64) {
+/// Counts one launch of `kernel` at `priority`: `slices` pieces, `device_ns` in all, the
+/// longest piece `max_piece_ns` (0 where unknown).
+pub fn launch(
+    kernel: &str,
+    priority: &dyn std::fmt::Display,
+    slices: u64,
+    device_ns: u64,
+    max_piece_ns: u64,
+) {
     if !enabled() {
         return;
     }
     let mut table = TABLE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, t)) = table.as_mut() {
-        t.add(kernel, &priority.to_string(), slices, device_ns);
+        t.add(
+            kernel,
+            &priority.to_string(),
+            slices,
+            device_ns,
+            max_piece_ns,
+        );
     }
 }
 
@@ -131,22 +157,23 @@ mod tests {
     #[test]
     fn lines_are_json_with_means_and_never_count_twice() {
         let mut t = ProfileTable::default();
-        t.add("mandel", "low", 4, 4_000);
-        t.add("mandel", "low", 2, 2_000);
-        t.add("mandel", "high", 1, 500);
+        t.add("mandel", "low", 4, 4_000, 1_500);
+        t.add("mandel", "low", 2, 2_000, 1_200);
+        t.add("mandel", "high", 1, 500, 500);
         assert_eq!(
             t.get("mandel", "low"),
             Some(KernelStats {
                 launches: 2,
                 slices: 6,
-                device_ns: 6_000
+                device_ns: 6_000,
+                max_piece_ns: 1_500,
             })
         );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profile.jsonl");
         append(&path, &t.take_lines(9, "app")).unwrap();
         append(&path, &t.take_lines(9, "app")).unwrap();
-        t.add("vadd", "normal", 1, 10);
+        t.add("vadd", "normal", 1, 10, 10);
         append(&path, &t.take_lines(9, "app")).unwrap();
 
         let text = std::fs::read_to_string(&path).unwrap();
@@ -164,6 +191,8 @@ mod tests {
         assert_eq!(low["slices"], 6);
         assert_eq!(low["total_device_ns"], 6000);
         assert_eq!(low["mean_device_ns"], 3000);
+        assert_eq!(low["mean_piece_ns"], 1000);
+        assert_eq!(low["max_piece_ns"], 1500);
         assert_eq!(low["pid"], 9);
         assert_eq!(lines[2]["kernel"], "vadd");
     }

@@ -132,6 +132,8 @@ struct Submitter {
     last_retired_ns: u64,
     /// Device time of the pieces of the launch being retired so far (for profiles).
     launch_ns: u64,
+    /// The longest of those pieces (the launch's preemption granularity).
+    launch_max_ns: u64,
     /// Predicted device time submitted under the latest grant (short launches are grouped
     /// under one grant up to the budget).
     group_ns: u64,
@@ -146,6 +148,7 @@ pub fn run(m: Arc<Managed>) {
         window: VecDeque::new(),
         last_retired_ns: 0,
         launch_ns: 0,
+        launch_max_ns: 0,
         group_ns: 0,
         recent: None,
     };
@@ -198,6 +201,7 @@ pub fn run_now(m: &Arc<Managed>) {
         window: VecDeque::new(),
         last_retired_ns: 0,
         launch_ns: 0,
+        launch_max_ns: 0,
         group_ns: 0,
         recent: None,
     };
@@ -260,9 +264,17 @@ impl Submitter {
         }
         tracing::trace!(work_groups = p.work_groups, took_ns = took, "piece retired");
         self.launch_ns += took;
+        self.launch_max_ns = self.launch_max_ns.max(took);
         if let Some(pieces) = p.last_of {
-            crate::trace::profile::launch(&p.kernel, &self.m.priority, pieces, self.launch_ns);
+            crate::trace::profile::launch(
+                &p.kernel,
+                &self.m.priority,
+                pieces,
+                self.launch_ns,
+                self.launch_max_ns,
+            );
             self.launch_ns = 0;
+            self.launch_max_ns = 0;
         }
         if let Some(key) = p.key {
             let waves = softpreempt_sched::waves(p.work_groups, p.wave_wgs);
@@ -496,7 +508,7 @@ impl Submitter {
             }
             release_event(self.vt(), ev);
             // Not retired here, so its device time is unknown to the profile.
-            crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0);
+            crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0);
             return Ok(());
         }
         let unit = l.local.unwrap_or(l.unit);
@@ -524,7 +536,7 @@ impl Submitter {
                     complete_on(d, ev);
                 }
                 release_event(self.vt(), ev);
-                crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0);
+                crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0);
                 return Ok(());
             }
         }
