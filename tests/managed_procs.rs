@@ -198,6 +198,9 @@ fn high_priority_never_queues_behind_more_than_max_inflight_low_slices() {
     if std::env::var(ROLE).is_ok() {
         return;
     }
+    // One pair of processes at a time: `behind_max` counts every lower client's slices,
+    // and both tests' low children share the segment.
+    let _one = mc::serial();
     // The children find the same directory through the environment set here.
     let dir = mc::init(SCHED).to_path_buf();
     let stop = dir.join("stop");
@@ -234,6 +237,7 @@ fn killed_low_priority_process_never_blocks_the_high_one() {
     if std::env::var(ROLE).is_ok() {
         return;
     }
+    let _one = mc::serial();
     let dir = mc::init(SCHED).to_path_buf();
     let stop = dir.join("never");
     let mut lo = spawn("low", "low", &stop);

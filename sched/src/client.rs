@@ -446,6 +446,15 @@ impl Client {
         sh.reclaim_dead(Some(self.slot)) == 0 || sh.view().higher_registered(self.slot, self.pri)
     }
 
+    /// Is a strictly higher priority registered that wanted the device within `window`
+    /// (see [`View::higher_active`])?
+    pub fn higher_priority_active(&self, window: Duration) -> bool {
+        let w = window.as_nanos().min(u64::MAX as u128) as u64;
+        self.shared
+            .view()
+            .higher_active(self.slot, self.pri, liveness::now_ns(), w)
+    }
+
     /// Is a strictly lower priority registered on this device (even idle)? A client that
     /// submits without grants announces its demand only then, so lower ones yield to it.
     pub fn lower_priority_registered(&self) -> bool {

@@ -400,6 +400,30 @@ impl<'a> View<'a> {
         found
     }
 
+    /// Is a strictly higher priority registered that wanted the device (demand, linger) or
+    /// registered within `window_ns` before `now`? A lower client cuts its launches at the
+    /// slice target only for such a one, and in longer pieces for one idle longer.
+    pub fn higher_active(&self, me: usize, pri: Priority, now: u64, window_ns: u64) -> bool {
+        let l = pri.level.index();
+        let since = now.saturating_sub(window_ns);
+        let mut found = false;
+        for (ll, m) in self.h.registered.iter().enumerate().skip(l) {
+            self.each(m, me, |j| {
+                if ll > l || self.number_in(j, pri.level) > pri.number {
+                    let s = &self.slots[j];
+                    found = self.is_set(&self.h.demand[ll], j)
+                        || s.last_activity_ns.load(Ordering::Relaxed) >= since
+                        || s.linger_until_ns.load(Ordering::Relaxed) >= since;
+                }
+                !found
+            });
+            if found {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Is a strictly lower priority registered (even idle)? Only then does a client need to
     /// announce its demand for work it submits without asking for grants.
     pub fn lower_registered(&self, me: usize, pri: Priority) -> bool {
@@ -606,6 +630,26 @@ mod tests {
         assert!(granted(v.try_grant(0, Priority::NORMAL, 2)));
         assert_eq!(t.slots[0].grants.load(Ordering::Relaxed), 3);
         assert_eq!(t.slots[0].busy_ns.load(Ordering::Relaxed), 100);
+    }
+
+    #[test]
+    fn higher_is_active_while_it_wants_the_device_and_for_a_window_after() {
+        let (hi, lo) = (Priority::HIGH, Priority::LOW);
+        let t = table(4, P, &[hi, lo]);
+        let v = t.view();
+        // Registered at time 0 (last activity 0): active within the window only.
+        assert!(v.higher_active(1, lo, 1_000, 5_000));
+        assert!(!v.higher_active(1, lo, 10_000, 5_000));
+        v.announce(0, hi, 10_000);
+        assert!(
+            v.higher_active(1, lo, 1_000_000, 5_000),
+            "demand is activity"
+        );
+        v.idle(0, hi, 1_000_000);
+        assert!(v.higher_active(1, lo, 1_004_000, 5_000));
+        assert!(!v.higher_active(1, lo, 1_006_000, 5_000));
+        // Nobody is above the high client.
+        assert!(!v.higher_active(0, hi, 1_000_000, u64::MAX));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! reject synchronously is either checked here first (with the spec's error) or makes the
 //! command go direct, so the application gets the vendor's own error from the call.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::core::cl::*;
@@ -18,6 +19,42 @@ use crate::core::objects::{Event, Kernel, Queue};
 /// The queue's managed side, when a new command must go through its FIFO.
 pub fn deferring(q: &Obj<Queue>) -> Option<&Arc<Managed>> {
     q.get().managed.as_ref().filter(|m| m.must_defer())
+}
+
+/// The queue's managed side, when a kernel launch must go through its FIFO or may (a long
+/// one is cut into pieces even while the queue need not defer, rule 6: [`launch`]
+/// decides).
+pub fn deferring_launch<'q>(
+    q: &'q Obj<Queue>,
+    k: &Kernel,
+    work_dim: cl_uint,
+    global: *const usize,
+) -> Option<&'q Arc<Managed>> {
+    let m = q.get().managed.as_ref()?;
+    if m.must_defer() {
+        return Some(m);
+    }
+    if !m.in_order || matches!(k.sliceable, crate::core::objects::Sliceable::No(_)) {
+        // Never cut: nothing to decide.
+        return None;
+    }
+    // Alone, a launch of a kernel whose recent launches were short, and which is no
+    // larger than half a piece at their cost, goes straight on, without the checks below
+    // (a few vendor queries, costly next to a short launch).
+    let per_item = f64::from_bits(k.short_ns_per_item.load(Ordering::Relaxed));
+    let known_short = per_item > 0.0
+        && launch_items(work_dim, global)
+            .is_some_and(|n| n as f64 * per_item <= m.piece_ns() as f64 / 2.0);
+    (m.cuts_alone() && !known_short).then_some(m)
+}
+
+/// Work-items of a launch, read from the application's array (`None`: unreadable).
+fn launch_items(work_dim: cl_uint, global: *const usize) -> Option<u64> {
+    if !(1..=3).contains(&work_dim) || global.is_null() {
+        return None;
+    }
+    let g = crate::core::args::slice(global, work_dim as usize).ok()?;
+    Some(g.iter().map(|&x| x as u64).product())
 }
 
 /// Sends one command straight to the vendor on a managed queue: earlier deferred commands
@@ -190,8 +227,22 @@ pub fn launch(
     ) else {
         return Ok(Launch::Direct(0));
     };
-    // A launch known to be short goes direct while the budget allows (rule 6).
-    if let Some(pred) = launch::predicted_ns(k, &m.device, &geo) {
+    let pred = launch::predicted_ns(k, &m.device, &geo);
+    if !m.must_defer() {
+        // Nothing forces the FIFO (rule 6): only a launch that may be cut and is longer
+        // than a piece, or not measured yet (its first launch teaches the model), goes
+        // through it, to be cut into pieces; the rest goes straight to the vendor.
+        if !launch::may_slice(k, &geo, m.in_order) || pred.is_some_and(|p| p <= m.piece_ns()) {
+            if let Some(p) = pred {
+                let items: usize = geo.global[..geo.work_dim as usize].iter().product();
+                let per_item = p as f64 / items.max(1) as f64;
+                k.short_ns_per_item
+                    .store(per_item.to_bits(), Ordering::Relaxed);
+            }
+            return Ok(Launch::Direct(0));
+        }
+    } else if let Some(pred) = pred {
+        // A launch known to be short goes direct while the budget allows (rule 6).
         if m.claim_direct(pred.max(1)) {
             return Ok(Launch::Direct(pred.max(1)));
         }

@@ -60,6 +60,7 @@ pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static 
         sliceable,
         hidden,
         exec,
+        short_ns_per_item: Default::default(),
     })
 }
 
@@ -193,6 +194,7 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         // The vendor copies the hidden argument's native value too.
         hidden: k.hidden,
         exec: k.exec.clone(),
+        short_ns_per_item: Default::default(),
     })
     .handle())
 }

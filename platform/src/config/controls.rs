@@ -263,9 +263,10 @@ controls! {
 
     /// Scheduling: how launches are sliced and how processes share a device.
     [sched] SchedConfig {
-        /// When to cut NDRange launches into slices: `contended` (only while a
-        /// higher-priority client is registered on the same device, so a
-        /// process alone on a device pays nothing), `always`, or `never`.
+        /// When to cut NDRange launches into slices: `contended` (at the slice
+        /// target while a higher-priority client on the same device wants it,
+        /// else only launches longer than `piece_us`, into pieces of that
+        /// length), `always` (at the slice target), or `never`.
         slice: SliceMode = SliceMode::Contended,
             expect "\"contended\", \"always\" or \"never\"", example r#"slice = "always""#;
         /// Target duration of one slice, in microseconds; it also bounds the
@@ -276,6 +277,18 @@ controls! {
         target_slice_us: Option<u64> = None,
             expect "an integer between 50 and 1000000", example "target_slice_us = 500",
             valid |v| v.iter().all(|v| in_range(v, 50, 1_000_000));
+        /// Longest piece, in microseconds, of a sliceable launch while no
+        /// higher priority wants the device (none registered, or none active in
+        /// the last 500 ms): longer launches are cut into pieces of this length
+        /// even then, so a higher priority that arrives later waits for at most
+        /// one piece instead of whole launches queued before it came. Unset:
+        /// 2000 on a GPU (about the driver's own hand-over between processes),
+        /// 8000 on other devices (PoCL pays about 30 µs per launch), each under
+        /// 0.5% of a lone process's throughput (docs/benchmarks.md). Ignored
+        /// with `slice = "never"`.
+        piece_us: Option<u64> = None,
+            expect "an integer between 100 and 1000000", example "piece_us = 4000",
+            valid |v| v.iter().all(|v| in_range(v, 100, 1_000_000));
         /// Work-groups the device runs at once (one wave), which no slice is
         /// narrower than: a narrower slice still takes a whole wave's time.
         /// Unset: estimated per launch from the device (compute units times the

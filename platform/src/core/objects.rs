@@ -118,6 +118,10 @@ pub struct Kernel {
     pub hidden: Option<cl_uint>,
     /// Keeps the rewritten executable alive, and tells a rebuild that kernels use it.
     pub exec: Option<std::sync::Arc<crate::core::rewritten::Exec>>,
+    /// Predicted device ns per work-item of this kernel's latest launch that went
+    /// straight to the vendor as shorter than a piece (f64 bits; 0: none yet): later
+    /// launches no larger than half a piece by it skip the launch checks (rule 6's cost).
+    pub short_ns_per_item: std::sync::atomic::AtomicU64,
 }
 
 /// A bit per kernel argument.

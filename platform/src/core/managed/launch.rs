@@ -342,6 +342,17 @@ pub fn predicted_ns(
         .predict(softpreempt_sched::waves(groups, wave))
 }
 
+/// Whether a launch of `k` over `geo` may be cut (rule 5): an in-order queue, and a kernel
+/// whose analysis allows it with this local size (a NULL one only if the kernel does not
+/// depend on its work-group size).
+pub fn may_slice(k: &Kernel, geo: &Geometry, in_order: bool) -> bool {
+    in_order
+        && match k.sliceable {
+            Sliceable::Yes { null_local } => null_local || geo.local.is_some(),
+            Sliceable::No(_) => false,
+        }
+}
+
 /// Builds the FIFO entry of a launch.
 pub fn build(
     k: &Kernel,
@@ -351,11 +362,7 @@ pub fn build(
     in_order: bool,
 ) -> Launch {
     let (unit, unit_is_local) = unit_of(k, device, &geo);
-    let mut sliceable = in_order
-        && match k.sliceable {
-            Sliceable::Yes { null_local } => null_local || geo.local.is_some(),
-            Sliceable::No(_) => false,
-        };
+    let mut sliceable = may_slice(k, &geo, in_order);
     if let Some(i) = k.hidden {
         // Cut or not, the launch reaches the vendor with the geometry it now gets; if it
         // cannot be set, the snapshot keeps the native value and the launch stays whole.

@@ -14,7 +14,7 @@ use std::time::Duration;
 use super::deferred::{complete_on, status_of, Deferred};
 use super::profiles::{self, ProfileKey};
 use super::{monotonic_ns, Command, Managed, Work};
-use crate::config::{self, SliceMode};
+use crate::config;
 use crate::core::cl::*;
 
 type ReleaseFn = unsafe extern "C" fn(*mut c_void) -> cl_int;
@@ -347,15 +347,6 @@ impl Submitter {
         }
     }
 
-    /// Whether sliceable launches should be cut right now.
-    fn slicing(&self) -> bool {
-        match (self.m.mode, self.m.client.as_ref()) {
-            (SliceMode::Never, _) | (_, None) => false,
-            (SliceMode::Always, Some(_)) => true,
-            (SliceMode::Contended, Some(c)) => c.higher_priority_registered(),
-        }
-    }
-
     fn process(&mut self, cmd: Command) {
         let Command {
             work,
@@ -525,8 +516,8 @@ impl Submitter {
             .map(|r| SlicePlanner::new(r, l.wave_wgs));
         let pkey = planner.as_ref().map(|p| ProfileKey::new(l.key, p.range()));
         // Rule 8: a wave longer than the driver's own hand-over is better left to the
-        // driver, while a higher priority is registered (slicing would be decided).
-        if l.gpu && planner.is_some() && self.slicing() {
+        // driver, while a higher priority is active (slicing at the target is decided).
+        if l.gpu && planner.is_some() && self.m.slice_target() == Some(self.m.target_ns) {
             let wave_ns = model(&l.key).predict(1).unwrap_or(0);
             if wave_ns > GPU_HANDOVER_NS.max(self.m.target_ns) {
                 tracing::debug!(kernel = %l.name, wave_ns, "one wave outlasts the driver's hand-over: not sliced, not held");
@@ -544,22 +535,23 @@ impl Submitter {
         let mut pieces = 0u64;
         let tracing = crate::trace::enabled();
         loop {
-            // Decided per piece: a higher priority may have come or gone since the last one.
-            let slicing = self.slicing();
-            let piece = match (planner.as_mut().filter(|_| slicing), pkey.as_ref()) {
-                (Some(p), Some(pk)) => {
+            // Decided per piece: a higher priority may have come or gone since the last one
+            // (the slice target while one is active, else the longer piece length).
+            let target = self.m.slice_target();
+            let piece = match (planner.as_mut().zip(target), pkey.as_ref()) {
+                (Some((p, target)), Some(pk)) => {
                     let m = model(&l.key);
-                    tracing::trace!(fit = ?m.fit(), samples = m.samples(), "planning a slice");
+                    tracing::trace!(fit = ?m.fit(), samples = m.samples(), target, "planning a slice");
                     // Rows whose cost earlier launches of this geometry showed are cut by
                     // that cost; otherwise by the model, shrunk where the latest pieces ran
                     // dearer than its average (an uneven kernel seen for the first time).
-                    let target = self.m.target_ns as f64;
-                    let budget = target - m.fit().map_or(0.0, |f| f.0).min(target / 2.0);
+                    let t = target as f64;
+                    let budget = t - m.fit().map_or(0.0, |f| f.0).min(t / 2.0);
                     match profiles::rows_within(pk, p.rows_done(), budget, p.wave_rows()) {
                         Some(rows) => p.take(rows),
                         None => {
                             let recent = self.recent.filter(|r| r.0 == l.key).map(|r| r.1);
-                            let t = softpreempt_sched::adapted_target(&m, recent, self.m.target_ns);
+                            let t = softpreempt_sched::adapted_target(&m, recent, target);
                             p.next_slice(&m, t)
                         }
                     }
