@@ -264,6 +264,20 @@ pub fn context(p: cl_platform_id) -> (cl_device_id, cl_context) {
 impl Env {
     pub fn new(p: cl_platform_id) -> Env {
         let (device, context) = context(p);
+        let mut env = Env {
+            platform: p,
+            device,
+            context,
+            queue: std::ptr::null_mut(),
+        };
+        env.open_queue();
+        env
+    }
+
+    /// Creates the in-order profiling queue (after [`Env::close_queue`]): on a SoftPreempt
+    /// platform a new queue is a new client of the device's arbiter.
+    pub fn open_queue(&mut self) {
+        assert!(self.queue.is_null(), "the queue is already open");
         let mut err = 0;
         let qprops = [
             CL_QUEUE_PROPERTIES as cl_queue_properties,
@@ -271,16 +285,24 @@ impl Env {
             0,
         ];
         // SAFETY: valid context/device and property list.
-        let queue = unsafe {
-            clCreateCommandQueueWithProperties(context, device, qprops.as_ptr(), &mut err)
+        self.queue = unsafe {
+            clCreateCommandQueueWithProperties(self.context, self.device, qprops.as_ptr(), &mut err)
         };
         assert_eq!(err, CL_SUCCESS, "clCreateCommandQueueWithProperties");
-        Env {
-            platform: p,
-            device,
-            context,
-            queue,
+    }
+
+    /// Drains and releases the queue, keeping the context and what was built in it; on a
+    /// SoftPreempt platform its arbiter client goes with it.
+    pub fn close_queue(&mut self) {
+        if self.queue.is_null() {
+            return;
         }
+        // SAFETY: the queue is valid and released once (then forgotten).
+        unsafe {
+            ok(clFinish(self.queue));
+            ok(clReleaseCommandQueue(self.queue));
+        }
+        self.queue = std::ptr::null_mut();
     }
 
     pub fn sp() -> Env {
@@ -384,7 +406,9 @@ impl Drop for Env {
     fn drop(&mut self) {
         // SAFETY: releasing what `new` created.
         unsafe {
-            clReleaseCommandQueue(self.queue);
+            if !self.queue.is_null() {
+                clReleaseCommandQueue(self.queue);
+            }
             clReleaseContext(self.context);
         }
     }

@@ -326,6 +326,16 @@ impl Managed {
             open.retain(|w| w.strong_count() > 0);
             open.push(Arc::downgrade(e));
         }
+        // A ready launch raises demand now, not when the submitter thread first gets to
+        // it: a lower queue deciding meanwhile whether its short launch may go straight to
+        // the vendor must already see it. The submitter drops demand when its FIFO drains.
+        // (An unready one never raises it: see `direct_submitted`.)
+        if let (Work::Launch(_), Some(c)) = (&cmd.work, &self.client) {
+            let waits: Vec<cl_event> = cmd.wait.iter().map(|r| r.handle()).collect();
+            if c.lower_priority_registered() && self.ready(&waits) {
+                c.announce_demand();
+            }
+        }
         self.pending.fetch_add(1, Ordering::AcqRel);
         let mut st = self.lock();
         st.fifo.push_back(cmd);

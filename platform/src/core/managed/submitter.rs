@@ -213,6 +213,12 @@ pub fn run_now(m: &Arc<Managed>) {
         s.m.pending.fetch_sub(1, Ordering::AcqRel);
     }
     s.retire_all();
+    // As the thread does when its FIFO drains: demand raised by `Managed::push` goes.
+    if let Some(c) = s.m.client.as_ref() {
+        if s.m.outstanding.load(Ordering::Acquire) == 0 {
+            c.idle();
+        }
+    }
     s.m.cv.notify_all();
 }
 
