@@ -15,6 +15,8 @@
 
 #[path = "../tests/common/mod.rs"]
 mod common;
+#[path = "preempt/matrix.rs"]
+mod matrix;
 #[path = "preempt/plot.rs"]
 mod plot;
 
@@ -44,6 +46,12 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Some(dir) = &opts.matrix {
+        if let Err(e) = matrix::write(dir, opts.plots.as_deref()) {
+            fail(&format!("matrix: {e}"));
+        }
+        return;
+    }
     if let Some(from) = &opts.plot_from {
         let text = std::fs::read_to_string(from)
             .unwrap_or_else(|e| fail(&format!("{}: {e}", from.display())));
@@ -118,18 +126,25 @@ usage: preempt [FLAGS]
   --lp-items N       LP global size (default: by device type and compute units)
   --lp-waves N       long-thread LP: N full device waves per launch, each work-item
                      looping lp-ms / N (default: many short waves)
-  --lp-kernel KIND   compute (a chain of FMAs), memory (streams a large buffer) or
-                     gemm (tiled matrix product, 16x16 tiles; reads get_group_id)
+  --lp-kernel KIND   compute (a chain of FMAs), memory (streams a large buffer),
+                     gemm (tiled matrix product, 16x16 tiles; reads get_group_id) or
+                     mandel (a 2D Mandelbrot: uneven cost across the range)
   --hp-items N       HP global size (default: by device type and compute units)
   --target-us LIST   [sched] target_slice_us, e.g. 200,1000: one corun-sp mode each
   --max-inflight N   [sched] max_inflight for the SoftPreempt modes
   --sched KEY=VALUE  one more [sched] line, e.g. hp_linger_us=0 (repeatable)
-  --modes LIST       modes to run (default: hp-alone,corun-bare,corun-sp,lp-bare,lp-sp,
-                     lp-sp-idle-hp; also hp-alone-sp, corun-sp-noslice)
+  --modes LIST       modes to run (default: hp-alone,corun-bare,corun-sp,arrival-bare,
+                     arrival-sp,lp-bare,lp-sp,lp-sp-idle-hp; also hp-alone-sp,
+                     corun-sp-noslice, multi-bare, multi-sp: 2 HP + 3 LP processes)
+  --arrival-s S      arrival modes: seconds the HP measures after it arrives (default 1)
+  --arrival-reps N   arrival modes: arrivals pooled into the figures (default 3)
+  --label NAME       the run's name in the JSON report (the matrix's row name)
   --seed N           seed of the HP arrival sequence (the same in every mode)
   --json FILE        write all numbers (and every HP sample) as JSON
   --plots DIR        draw PNG plots of the run into DIR
   --plot-from FILE   no run: draw the plots of a saved --json report (into --plots DIR)
+  --matrix DIR       no run: combine the reports DIR/*.json (and a pyopencl_pair.py
+                     --json report) into DIR/matrix.md; with --plots, matrix plots too
   --smoke            every mode for ~1 s with tiny kernels (CI)";
 
 // ---------------------------------------------------------------------------------------
@@ -156,12 +171,20 @@ pub struct Options {
     pub sched_extra: Vec<String>,
     pub modes: Vec<Mode>,
     pub seed: u64,
+    /// Arrival modes: how long the HP measures after each arrival.
+    pub arrival_s: f64,
+    /// Arrival modes: how many arrivals (each next to an LP in steady state) are pooled.
+    pub arrival_reps: u32,
+    /// The run's name (a row of the matrix).
+    pub label: Option<String>,
     #[serde(skip)]
     pub json: Option<PathBuf>,
     #[serde(skip)]
     pub plots: Option<PathBuf>,
     #[serde(skip)]
     pub plot_from: Option<PathBuf>,
+    #[serde(skip)]
+    pub matrix: Option<PathBuf>,
     pub smoke: bool,
 }
 
@@ -183,16 +206,20 @@ impl Default for Options {
             sched_extra: Vec::new(),
             modes: Mode::DEFAULT.to_vec(),
             seed: 0x5eed,
+            arrival_s: 1.0,
+            arrival_reps: 3,
+            label: None,
             json: None,
             plots: None,
             plot_from: None,
+            matrix: None,
             smoke: false,
         }
     }
 }
 
 impl Options {
-    /// Short runs with tiny kernels: exercises every path of the harness in seconds.
+    /// Short runs with tiny kernels: every mode, so every path of the harness runs.
     pub fn smoke() -> Options {
         Options {
             duration_s: 1.0,
@@ -201,6 +228,8 @@ impl Options {
             gap_ms: 10.0,
             lp_items: Some(1024),
             hp_items: Some(64),
+            modes: Mode::ALL.to_vec(),
+            arrival_reps: 1,
             smoke: true,
             ..Options::default()
         }
@@ -235,6 +264,10 @@ impl Options {
                     o.sched_extra.push(format!("{} = {}", k.trim(), v.trim()));
                 }
                 "--seed" => o.seed = num(&flag, &value()?)?,
+                "--arrival-s" => o.arrival_s = num(&flag, &value()?)?,
+                "--arrival-reps" => o.arrival_reps = num(&flag, &value()?)?,
+                "--label" => o.label = Some(value()?),
+                "--matrix" => o.matrix = Some(PathBuf::from(value()?)),
                 "--json" => o.json = Some(PathBuf::from(value()?)),
                 "--plots" => o.plots = Some(PathBuf::from(value()?)),
                 "--plot-from" => o.plot_from = Some(PathBuf::from(value()?)),
@@ -248,8 +281,17 @@ impl Options {
                 _ => return Err(format!("unknown flag {flag}")),
             }
         }
-        if o.hp_burst == 0 || o.lp_depth == 0 || o.duration_s <= 0.0 {
-            return Err("--hp-burst, --lp-depth and --duration must be positive".into());
+        if o.hp_burst == 0
+            || o.lp_depth == 0
+            || o.duration_s <= 0.0
+            || o.arrival_s <= 0.0
+            || o.arrival_reps == 0
+        {
+            return Err(
+                "--hp-burst, --lp-depth, --duration, --arrival-s and --arrival-reps must be \
+                 positive"
+                    .into(),
+            );
         }
         Ok(o)
     }
@@ -279,12 +321,20 @@ pub enum Mode {
     HpAlone,
     /// HP alone through SoftPreempt: the layer's own cost on latency.
     HpAloneSp,
-    /// HP + LP, both on the bare vendor.
+    /// HP + LP, both on the bare vendor (steady state).
     CorunBare,
-    /// HP + LP, both through SoftPreempt (sliced while contended).
+    /// HP + LP, both through SoftPreempt (steady state).
     CorunSp,
     /// HP + LP through SoftPreempt with `slice = "never"`: whole-kernel scheduling only.
     CorunSpNoslice,
+    /// The HP's first second next to an LP already running in steady state, bare vendor.
+    ArrivalBare,
+    /// The HP's first second next to an LP already running in steady state, SoftPreempt.
+    ArrivalSp,
+    /// 2 HP + 3 LP processes, all on the bare vendor.
+    MultiBare,
+    /// 2 HP + 3 LP processes, all through SoftPreempt.
+    MultiSp,
     /// LP alone on the bare vendor: the throughput baseline.
     LpBare,
     /// LP alone through SoftPreempt.
@@ -293,21 +343,40 @@ pub enum Mode {
     LpSpIdleHp,
 }
 
+/// The processes of a mode.
+#[derive(Clone, Copy, Debug, Default)]
+struct Procs {
+    /// The HP processes' platform and how many there are.
+    hp: Option<(Platform, usize)>,
+    /// The LP processes' platform and how many there are.
+    lp: Option<(Platform, usize)>,
+    /// An idle registered high-priority queue (through SoftPreempt) next to the LP.
+    idle_hp: bool,
+    /// The HP arrives next to an LP in steady state, and measures its first second.
+    arrival: bool,
+}
+
 impl Mode {
-    const ALL: [Mode; 8] = [
+    const ALL: [Mode; 12] = [
         Mode::HpAlone,
         Mode::HpAloneSp,
         Mode::CorunBare,
         Mode::CorunSp,
         Mode::CorunSpNoslice,
+        Mode::ArrivalBare,
+        Mode::ArrivalSp,
+        Mode::MultiBare,
+        Mode::MultiSp,
         Mode::LpBare,
         Mode::LpSp,
         Mode::LpSpIdleHp,
     ];
-    const DEFAULT: [Mode; 6] = [
+    const DEFAULT: [Mode; 8] = [
         Mode::HpAlone,
         Mode::CorunBare,
         Mode::CorunSp,
+        Mode::ArrivalBare,
+        Mode::ArrivalSp,
         Mode::LpBare,
         Mode::LpSp,
         Mode::LpSpIdleHp,
@@ -320,6 +389,10 @@ impl Mode {
             Mode::CorunBare => "corun-bare",
             Mode::CorunSp => "corun-sp",
             Mode::CorunSpNoslice => "corun-sp-noslice",
+            Mode::ArrivalBare => "arrival-bare",
+            Mode::ArrivalSp => "arrival-sp",
+            Mode::MultiBare => "multi-bare",
+            Mode::MultiSp => "multi-sp",
             Mode::LpBare => "lp-bare",
             Mode::LpSp => "lp-sp",
             Mode::LpSpIdleHp => "lp-sp-idle-hp",
@@ -333,17 +406,24 @@ impl Mode {
             .ok_or(format!("unknown mode '{s}'"))
     }
 
-    /// (HP platform, LP platform, idle registered HP).
-    fn processes(self) -> (Option<Platform>, Option<Platform>, bool) {
+    fn processes(self) -> Procs {
         use Platform::*;
-        match self {
-            Mode::HpAlone => (Some(Bare), None, false),
-            Mode::HpAloneSp => (Some(Sp), None, false),
-            Mode::CorunBare => (Some(Bare), Some(Bare), false),
-            Mode::CorunSp | Mode::CorunSpNoslice => (Some(Sp), Some(Sp), false),
-            Mode::LpBare => (None, Some(Bare), false),
-            Mode::LpSp => (None, Some(Sp), false),
-            Mode::LpSpIdleHp => (None, Some(Sp), true),
+        let one = |p| Some((p, 1));
+        let (hp, lp) = match self {
+            Mode::HpAlone => (one(Bare), None),
+            Mode::HpAloneSp => (one(Sp), None),
+            Mode::CorunBare | Mode::ArrivalBare => (one(Bare), one(Bare)),
+            Mode::CorunSp | Mode::CorunSpNoslice | Mode::ArrivalSp => (one(Sp), one(Sp)),
+            Mode::MultiBare => (Some((Bare, 2)), Some((Bare, 3))),
+            Mode::MultiSp => (Some((Sp, 2)), Some((Sp, 3))),
+            Mode::LpBare => (None, one(Bare)),
+            Mode::LpSp | Mode::LpSpIdleHp => (None, one(Sp)),
+        };
+        Procs {
+            hp,
+            lp,
+            idle_hp: self == Mode::LpSpIdleHp,
+            arrival: matches!(self, Mode::ArrivalBare | Mode::ArrivalSp),
         }
     }
 }
@@ -408,7 +488,10 @@ pub fn plans(o: &Options) -> Vec<Plan> {
         for t in per_target {
             // Every SoftPreempt mode that slices runs at the first target unless it is a
             // corun-sp row of its own: the label says which.
-            let slices = matches!(mode, Mode::CorunSp | Mode::LpSpIdleHp);
+            let slices = matches!(
+                mode,
+                Mode::CorunSp | Mode::ArrivalSp | Mode::MultiSp | Mode::LpSpIdleHp
+            );
             let label = match t {
                 Some(t) if slices => format!("{}@{t}us", mode.name()),
                 _ => mode.name().to_string(),
@@ -446,7 +529,9 @@ pub enum Role {
         kernel: KernelSpec,
         depth: usize,
     },
-    /// Short requests at Poisson arrivals for `duration_s`.
+    /// Short requests at Poisson arrivals for `duration_s`. With `arrivals`, the queue is
+    /// closed after the warm-up and opened afresh at each `go` (an arrival), measured for
+    /// `duration_s` and closed again; the child says `Ready` after each.
     Hp {
         platform: Platform,
         kernel: KernelSpec,
@@ -454,6 +539,8 @@ pub enum Role {
         burst: u32,
         duration_s: f64,
         seed: u64,
+        #[serde(default)]
+        arrivals: bool,
     },
     /// A high-priority queue that runs one tiny kernel, then sleeps until stopped.
     IdleHp { platform: Platform },
@@ -471,16 +558,30 @@ pub enum KernelKind {
     /// A tiled matrix product with `__local` tiles and barriers that reads
     /// `get_group_id` (`gemm`): sliceable only through the kernel rewrite.
     Gemm,
+    /// A 2D Mandelbrot escape-time kernel (`mandel`, as in `softpreempt demo`): the cost
+    /// of a work-item ranges from one iteration to `iters` across the range, so equal
+    /// slices take very unequal times.
+    Mandel,
 }
 
 impl KernelKind {
+    fn name(self) -> &'static str {
+        match self {
+            KernelKind::Compute => "compute",
+            KernelKind::Memory => "memory",
+            KernelKind::Gemm => "gemm",
+            KernelKind::Mandel => "mandel",
+        }
+    }
+
     fn parse(s: &str) -> Result<KernelKind, String> {
         match s {
             "compute" => Ok(KernelKind::Compute),
             "memory" => Ok(KernelKind::Memory),
             "gemm" => Ok(KernelKind::Gemm),
+            "mandel" => Ok(KernelKind::Mandel),
             _ => Err(format!(
-                "--lp-kernel: expected compute, memory or gemm, got '{s}'"
+                "--lp-kernel: expected compute, memory, gemm or mandel, got '{s}'"
             )),
         }
     }
@@ -545,6 +646,24 @@ pub struct LpResult {
 }
 
 impl LpResult {
+    /// Several LP processes as one: launches and rates summed, the longest window.
+    fn total(each: &[LpResult]) -> Option<LpResult> {
+        let first = each.first()?;
+        if each.len() == 1 {
+            return Some(first.clone());
+        }
+        let arbiter = each
+            .iter()
+            .filter_map(|l| l.arbiter.clone())
+            .reduce(|a, b| a.sum(&b));
+        Some(LpResult {
+            launches: each.iter().map(|l| l.launches).sum(),
+            seconds: each.iter().map(|l| l.seconds).fold(0.0, f64::max),
+            per_s: each.iter().map(|l| l.per_s).sum(),
+            arbiter,
+        })
+    }
+
     /// Pieces the LP submitted per second of the measurement (through SoftPreempt only).
     fn slices_per_s(&self) -> Option<f64> {
         let a = self.arbiter.as_ref()?;
@@ -562,6 +681,19 @@ pub struct ArbiterStats {
     pub yields: u64,
     pub wait_ms: f64,
     pub busy_ms: f64,
+}
+
+impl ArbiterStats {
+    fn sum(&self, o: &ArbiterStats) -> ArbiterStats {
+        ArbiterStats {
+            clients: self.clients + o.clients,
+            grants: self.grants + o.grants,
+            slices: self.slices + o.slices,
+            yields: self.yields + o.yields,
+            wait_ms: self.wait_ms + o.wait_ms,
+            busy_ms: self.busy_ms + o.busy_ms,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -713,9 +845,18 @@ pub struct Report {
 pub struct ModeResult {
     pub label: String,
     pub plan: Plan,
+    /// The HP (the first of several); in an arrival mode, its pooled first seconds.
     pub hp: Option<HpStats>,
+    /// The other HP processes of a multi-process mode.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hp_more: Vec<HpStats>,
+    /// The LP; in a multi-process mode, all LPs together (launches and rates summed).
     pub lp: Option<LpResult>,
-    /// HP p99 over the p99 of `hp-alone`.
+    /// Each LP process, when there are several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lp_each: Vec<LpResult>,
+    /// HP p50 and p99 over those of `hp-alone`.
+    pub hp_p50_vs_alone: Option<f64>,
     pub hp_p99_vs_alone: Option<f64>,
     /// LP throughput over that of `lp-bare`.
     pub lp_vs_alone: Option<f64>,
@@ -789,18 +930,23 @@ pub fn run(o: &Options, launcher: &Launcher) -> Report {
     for (i, plan) in plans(o).into_iter().enumerate() {
         eprintln!("running {} ({} s)", plan.label, o.duration_s);
         let run = RunDir::new(&root, i + 1, &plan.sched);
-        let (hp, lp, error) = match run_mode(&plan, o, &calibration, launcher, &run) {
-            Ok((hp, lp)) => (hp.map(HpStats::new), lp, None),
+        let (hps, lps, error) = match run_mode(&plan, o, &calibration, launcher, &run) {
+            Ok((hps, lps)) => (hps, lps, None),
             Err(e) => {
                 eprintln!("{}: {e}", plan.label);
-                (None, None, Some(e))
+                (Vec::new(), Vec::new(), Some(e))
             }
         };
+        let mut hps = hps.into_iter().map(HpStats::new);
+        let lp = LpResult::total(&lps);
         modes.push(ModeResult {
             label: plan.label.clone(),
             plan,
-            hp,
+            hp: hps.next(),
+            hp_more: hps.collect(),
             lp,
+            lp_each: if lps.len() > 1 { lps } else { Vec::new() },
+            hp_p50_vs_alone: None,
             hp_p99_vs_alone: None,
             lp_vs_alone: None,
             error,
@@ -848,18 +994,24 @@ fn calibrate(o: &Options, launcher: &Launcher, root: &Path) -> Result<Calibratio
     }
 }
 
-/// One mode: start the idle HP, the LP and the HP (each ready before the next starts, so
-/// the HP measures against an already saturated device), say `go`, collect results.
+/// Names of the HP and LP processes of a mode (in messages).
+const HP_NAMES: [&str; 2] = ["hp", "hp2"];
+const LP_NAMES: [&str; 3] = ["lp", "lp2", "lp3"];
+
+/// One mode. Co-run modes start the idle HP, the LPs and the HPs (each ready before the
+/// next starts, so the HP measures against an already saturated device), say `go`, and
+/// collect the results. Arrival modes start the HP first (it warms up, then closes its
+/// queue), then the LP, and let the HP's queue arrive next to the running LP.
 fn run_mode(
     plan: &Plan,
     o: &Options,
     cal: &Calibration,
     launcher: &Launcher,
     run: &RunDir,
-) -> Result<(Option<HpResult>, Option<LpResult>), String> {
-    let (hp_platform, lp_platform, idle_hp) = plan.mode.processes();
+) -> Result<(Vec<HpResult>, Vec<LpResult>), String> {
+    let procs = plan.mode.processes();
     let mut idle = None;
-    if idle_hp {
+    if procs.idle_hp {
         let role = Role::IdleHp {
             platform: Platform::Sp,
         };
@@ -867,80 +1019,122 @@ fn run_mode(
         c.expect_ready()?;
         idle = Some(c);
     }
-    let mut lp = None;
-    if let Some(platform) = lp_platform {
-        let role = Role::Lp {
-            platform,
-            kernel: cal.lp,
-            depth: o.lp_depth,
-        };
-        let mut c = Child::spawn("lp", launcher, &role, run, "low")?;
-        c.expect_ready()?;
-        lp = Some(c);
-    }
-    let mut hp = None;
-    if let Some(platform) = hp_platform {
-        let role = Role::Hp {
-            platform,
-            kernel: cal.hp,
-            gap_ms: o.gap_ms,
-            burst: o.hp_burst,
-            duration_s: o.duration_s,
-            seed: o.seed,
-        };
-        let mut c = Child::spawn("hp", launcher, &role, run, "high")?;
-        c.expect_ready()?;
-        hp = Some(c);
-    }
-    // In `contended` mode the LP's launches went to the device whole until the HP
-    // registered (just now); no scheduler can recall them. Measure once they have drained,
-    // so the figures are the steady state (in every co-run mode alike).
-    if lp.is_some() && hp.is_some() {
-        let drain_ms = o.lp_depth as f64 * cal.lp_ms * 1.5 + 20.0;
-        std::thread::sleep(Duration::from_secs_f64(drain_ms / 1e3));
-    }
-    for c in [&mut lp, &mut hp].into_iter().flatten() {
-        c.go()?;
-    }
-    let hp_result = match hp {
-        Some(mut c) => {
-            let r = c.recv()?;
-            c.finish()?;
-            match r {
-                Msg::Hp(r) => Some(r),
-                m => return Err(format!("hp: expected a result, got {m:?}")),
-            }
-        }
-        None => {
-            std::thread::sleep(Duration::from_secs_f64(o.duration_s));
-            None
-        }
+    let hp_role = |platform, i: usize| Role::Hp {
+        platform,
+        kernel: cal.hp,
+        gap_ms: o.gap_ms,
+        burst: o.hp_burst,
+        duration_s: if procs.arrival {
+            o.arrival_s
+        } else {
+            o.duration_s
+        },
+        // Several HPs are independent streams; one HP sees the same arrivals in every mode.
+        seed: o.seed.wrapping_add(i as u64 * 7919),
+        arrivals: procs.arrival,
     };
-    let lp_result = match lp {
-        Some(mut c) => {
+    let spawn_hps = || -> Result<Vec<Child>, String> {
+        let Some((platform, n)) = procs.hp else {
+            return Ok(Vec::new());
+        };
+        let mut v = Vec::new();
+        for (i, name) in HP_NAMES.iter().take(n).enumerate() {
+            let mut c = Child::spawn(name, launcher, &hp_role(platform, i), run, "high")?;
+            c.expect_ready()?;
+            v.push(c);
+        }
+        Ok(v)
+    };
+    // An arriving HP warms up (program build, lazily compiled code, first touch of its
+    // buffer) before the LP starts, and closes its queue: what it measures later is the
+    // arrival itself, not hidden behind unmeasured warm-up requests next to the LP.
+    let mut hps = if procs.arrival {
+        spawn_hps()?
+    } else {
+        Vec::new()
+    };
+    let mut lps = Vec::new();
+    if let Some((platform, n)) = procs.lp {
+        for name in LP_NAMES.iter().take(n) {
+            let role = Role::Lp {
+                platform,
+                kernel: cal.lp,
+                depth: o.lp_depth,
+            };
+            let mut c = Child::spawn(name, launcher, &role, run, "low")?;
+            c.expect_ready()?;
+            lps.push(c);
+        }
+    }
+    let mut hp_results = Vec::new();
+    if procs.arrival {
+        for c in &mut lps {
+            c.go()?;
+        }
+        // Each arrival: the LP has run alone for at least a second (and several of its
+        // launches), long enough for the scheduler to have forgotten any earlier HP
+        // (its activity window is 500 ms); then the HP opens a fresh queue (on
+        // SoftPreempt, a new arbiter client), measures, and closes it again.
+        let settle = (3.0 * o.lp_depth as f64 * cal.lp_ms / 1e3).max(1.0);
+        for c in &mut hps {
+            for _ in 0..o.arrival_reps {
+                std::thread::sleep(Duration::from_secs_f64(settle));
+                c.go()?;
+                c.expect_ready()?;
+            }
             c.stop();
-            let r = c.recv()?;
-            c.finish()?;
-            match r {
-                Msg::Lp(r) => Some(r),
-                m => return Err(format!("lp: expected a result, got {m:?}")),
-            }
         }
-        None => None,
-    };
+    } else {
+        hps = spawn_hps()?;
+        // The LP's launches sent before the HP registered are already on the vendor's
+        // queue; measure once they have drained, so the figures are the steady state (in
+        // every co-run mode alike). The arrival modes measure that transient.
+        if !lps.is_empty() && !hps.is_empty() {
+            let drain_ms = o.lp_depth as f64 * cal.lp_ms * 1.5 + 20.0;
+            std::thread::sleep(Duration::from_secs_f64(drain_ms / 1e3));
+        }
+        for c in lps.iter_mut().chain(hps.iter_mut()) {
+            c.go()?;
+        }
+        if hps.is_empty() {
+            std::thread::sleep(Duration::from_secs_f64(o.duration_s));
+        }
+    }
+    for mut c in hps {
+        let r = c.recv()?;
+        c.finish()?;
+        match r {
+            Msg::Hp(r) => hp_results.push(r),
+            m => return Err(format!("hp: expected a result, got {m:?}")),
+        }
+    }
+    // Stop every LP first, then collect: they stop at the same moment.
+    for c in &mut lps {
+        c.stop();
+    }
+    let mut lp_results = Vec::new();
+    for mut c in lps {
+        let r = c.recv()?;
+        c.finish()?;
+        match r {
+            Msg::Lp(r) => lp_results.push(r),
+            m => return Err(format!("lp: expected a result, got {m:?}")),
+        }
+    }
     if let Some(c) = idle {
         c.finish()?;
     }
-    Ok((hp_result, lp_result))
+    Ok((hp_results, lp_results))
 }
 
 /// Fills in the ratios against the `hp-alone` and `lp-bare` rows, when they ran.
 fn add_ratios(modes: &mut [ModeResult]) {
     let base = |m: Mode| modes.iter().find(|r| r.plan.mode == m && r.error.is_none());
-    let hp_alone = base(Mode::HpAlone).and_then(|r| r.hp.as_ref().map(|h| h.p99_ms));
+    let hp_alone = base(Mode::HpAlone).and_then(|r| r.hp.as_ref().map(|h| (h.p50_ms, h.p99_ms)));
     let lp_alone = base(Mode::LpBare).and_then(|r| r.lp.as_ref().map(|l| l.per_s));
     for r in modes.iter_mut() {
-        r.hp_p99_vs_alone = hp_alone.zip(r.hp.as_ref()).map(|(a, h)| h.p99_ms / a);
+        r.hp_p50_vs_alone = hp_alone.zip(r.hp.as_ref()).map(|(a, h)| h.p50_ms / a.0);
+        r.hp_p99_vs_alone = hp_alone.zip(r.hp.as_ref()).map(|(a, h)| h.p99_ms / a.1);
         r.lp_vs_alone = lp_alone.zip(r.lp.as_ref()).map(|(a, l)| l.per_s / a);
     }
 }
@@ -949,10 +1143,11 @@ impl Report {
     pub fn print_table(&self) {
         let c = &self.calibration;
         println!(
-            "Preemption benchmark on {} ({} s per mode): LP kernel {:.2} ms alone, HP kernel \
-             {:.3} ms alone x{}, HP mean gap {} ms",
+            "Preemption benchmark on {} ({} s per mode): LP {} kernel {:.2} ms alone, HP \
+             kernel {:.3} ms alone x{}, HP mean gap {} ms",
             c.device,
             self.options.duration_s,
+            c.lp.kind.name(),
             c.lp_ms,
             c.hp_ms,
             self.options.hp_burst,
@@ -972,10 +1167,44 @@ impl Report {
             "LP/alone",
             "slices/s"
         );
+        let alone_p99 = self
+            .modes
+            .iter()
+            .find(|m| m.plan.mode == Mode::HpAlone)
+            .and_then(|m| m.hp.as_ref().map(|h| h.p99_ms));
         for m in &self.modes {
             println!("{}", m.row());
+            for (i, h) in m.hp_more.iter().enumerate() {
+                let label = format!("  {} hp {}", m.label, i + 2);
+                println!("{}", hp_row(&label, h, alone_p99.map(|a| h.p99_ms / a)));
+            }
+        }
+        if self.modes.iter().any(|m| m.plan.mode.processes().arrival) {
+            println!(
+                "arrival-*: the HP's first {} s after its queue opens next to an LP already \
+                 running alone for >= 1 s ({} arrivals pooled); LP figures span the whole mode",
+                self.options.arrival_s, self.options.arrival_reps
+            );
+        }
+        if self.modes.iter().any(|m| !m.hp_more.is_empty()) {
+            println!("multi-*: LP figures are the 3 LP processes together");
         }
     }
+}
+
+/// An HP-only table row (the second HP of a multi-process mode).
+fn hp_row(label: &str, h: &HpStats, vs_alone: Option<f64>) -> String {
+    format!(
+        "{:<22} {:>5} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9}",
+        label,
+        h.n,
+        h.p50_ms,
+        h.p90_ms,
+        h.p99_ms,
+        h.max_ms,
+        h.queue_to_start_p99_ms,
+        vs_alone.map_or("-".into(), |v| format!("{v:.2}"))
+    )
 }
 
 impl ModeResult {
@@ -1046,9 +1275,16 @@ pub mod child {
                 burst,
                 duration_s,
                 seed,
-            } => say(&Msg::Hp(hp(
-                platform, kernel, gap_ms, burst, duration_s, seed,
-            ))),
+                arrivals,
+            } => {
+                let load = HpLoad {
+                    gap_ms,
+                    burst,
+                    duration_s,
+                    seed,
+                };
+                say(&Msg::Hp(hp(platform, kernel, load, arrivals)))
+            }
             Role::IdleHp { platform } => idle_hp(platform),
         }
         true
@@ -1118,8 +1354,28 @@ pub mod child {
             out[(row * stride + col) & omask] = acc;
         }";
 
-    /// The side of a `gemm` launch of about `items` work-items (a multiple of 16).
-    fn gemm_side(items: usize) -> usize {
+    /// An uneven kernel: the escape-time Mandelbrot of `softpreempt demo` over the same
+    /// view, at most `iters` iterations per point. Points inside the set run all `iters`,
+    /// points far outside one or two, so the cost per row peaks in the middle of the range.
+    /// Reads only `get_global_id`.
+    const MANDEL_SRC: &str = "
+        __kernel void mandel(__global uint *out, uint iters, uint omask, uint width) {
+            size_t x = get_global_id(0), y = get_global_id(1);
+            float cr = -2.0f + 2.5f * (float)x / (float)width;
+            float ci = -1.25f + 2.5f * (float)y / (float)width;
+            float zr = 0.0f, zi = 0.0f;
+            uint i = 0;
+            while (i < iters && zr * zr + zi * zi < 4.0f) {
+                float t = zr * zr - zi * zi + cr;
+                zi = 2.0f * zr * zi + ci;
+                zr = t;
+                i++;
+            }
+            out[(y * width + x) & omask] = i;
+        }";
+
+    /// The side of a square 2D launch of about `items` work-items (a multiple of 16).
+    fn square_side(items: usize) -> usize {
         (((items as f64).sqrt() as usize) / 16).max(1) * 16
     }
 
@@ -1136,14 +1392,15 @@ pub mod child {
     }
 
     /// One queue with a benchmark kernel ready to launch over `items` work-items; its
-    /// arguments 0 (`out`) and 1 (`iters`) are common to both kinds.
+    /// arguments 0 (`out`), 1 (`iters`) and 2 (`omask`) are common to every kind.
     struct Spin {
         env: Env,
         kernel: cl_kernel,
         out: cl_mem,
         input: Option<cl_mem>,
         items: usize,
-        /// `gemm`'s 2D launch: its side (global side x side, local 16 x 16).
+        kind: KernelKind,
+        /// The side of a square 2D launch (`gemm`: local 16 x 16; `mandel`: NULL local).
         side: Option<usize>,
     }
 
@@ -1170,15 +1427,20 @@ pub mod child {
                 KernelKind::Compute => (SPIN_SRC, "spin"),
                 KernelKind::Memory => (STREAM_SRC, "stream"),
                 KernelKind::Gemm => (GEMM_SRC, "gemm"),
+                KernelKind::Mandel => (MANDEL_SRC, "mandel"),
             };
-            let side = (kind == KernelKind::Gemm).then(|| gemm_side(items));
+            let side =
+                matches!(kind, KernelKind::Gemm | KernelKind::Mandel).then(|| square_side(items));
             let kernel = env.kernel(env.program(src), name);
             // The largest power of two not above `items`, at most OUT_FLOATS.
             let out_floats = 1usize << items.clamp(1, OUT_FLOATS).ilog2();
             let out = env.buffer(out_floats * std::mem::size_of::<f32>());
             set_arg(kernel, 0, &out);
             set_arg(kernel, 2, &((out_floats - 1) as cl_uint));
-            let input = (kind != KernelKind::Compute).then(|| {
+            if let (KernelKind::Mandel, Some(width)) = (kind, side) {
+                set_arg(kernel, 3, &(width as cl_uint));
+            }
+            let input = matches!(kind, KernelKind::Memory | KernelKind::Gemm).then(|| {
                 let dtype: cl_device_type = device_info(env.device, CL_DEVICE_TYPE);
                 let bytes = stream_bytes(dtype & CL_DEVICE_TYPE_GPU as cl_device_type != 0);
                 let input = env.buffer(bytes);
@@ -1211,6 +1473,7 @@ pub mod child {
                 out,
                 input,
                 items,
+                kind,
                 side,
             }
         }
@@ -1224,9 +1487,10 @@ pub mod child {
         /// for a later call.
         fn enqueue(&self) -> cl_event {
             let mut ev = std::ptr::null_mut();
-            let (dims, global, local) = match self.side {
-                Some(n) => (2, [n, n], Some([16usize, 16])),
-                None => (1, [self.items, 1], None),
+            let (dims, global, local) = match (self.side, self.kind) {
+                (Some(n), KernelKind::Gemm) => (2, [n, n], Some([16usize, 16])),
+                (Some(n), _) => (2, [n, n], None),
+                (None, _) => (1, [self.items, 1], None),
             };
             // SAFETY: a valid queue and kernel with every argument set; the size arrays
             // outlive the call; one event out.
@@ -1260,9 +1524,9 @@ pub mod child {
 
     impl Drop for Spin {
         fn drop(&mut self) {
-            // SAFETY: releasing what `new` created; the queue is drained first.
+            self.env.close_queue();
+            // SAFETY: releasing what `new` created, once; the queue has drained.
             unsafe {
-                clFinish(self.env.queue);
                 clReleaseKernel(self.kernel);
                 clReleaseMemObject(self.out);
                 if let Some(m) = self.input {
@@ -1357,14 +1621,16 @@ pub mod child {
                     size(KernelKind::Compute, hp, hp_target)
                 },
             )
-        } else if lp_kind == KernelKind::Gemm {
-            // A large C and a K depth that fills the time: thousands of short
+        } else if matches!(lp_kind, KernelKind::Gemm | KernelKind::Mandel) {
+            // GEMM: a large C and a K depth that fills the time: thousands of short
             // work-groups, as in a real large GEMM (a deep K with few tiles of C would
-            // make each work-group run for milliseconds).
+            // make each work-group run for milliseconds). Mandelbrot: a large image, its
+            // iteration cap sized to the target (the time is close to linear in it, as
+            // the points inside the set dominate).
             let side = if gpu { 8192 } else { 512 };
             let hp_items = hp_items.unwrap_or(cus as usize * if gpu { 2048 } else { 64 });
             (
-                size(KernelKind::Gemm, lp_items.unwrap_or(side * side), lp_target),
+                size(lp_kind, lp_items.unwrap_or(side * side), lp_target),
                 if gpu {
                     size_waves(KernelKind::Compute, hp_items, hp_target)
                 } else {
@@ -1436,48 +1702,55 @@ pub mod child {
         (KernelSpec { items, iters, kind }, t)
     }
 
-    /// The parent's commands, read from stdin by a helper thread: `go` starts the
-    /// measurement, end of input stops it.
+    /// The parent's commands, read from stdin by a helper thread: each `go` starts a
+    /// measurement (an arriving HP gets one per arrival), end of input stops it.
     #[derive(Clone)]
-    struct Control(Arc<(Mutex<Phase>, Condvar)>);
+    struct Control(Arc<(Mutex<Commands>, Condvar)>);
 
-    #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-    enum Phase {
-        Waiting,
-        Go,
-        Stop,
+    #[derive(Clone, Copy, Default)]
+    struct Commands {
+        gos: u32,
+        stop: bool,
     }
 
     impl Control {
         fn start() -> Control {
-            let c = Control(Arc::new((Mutex::new(Phase::Waiting), Condvar::new())));
+            let c = Control(Arc::new((Mutex::default(), Condvar::new())));
             let reader = c.clone();
             std::thread::spawn(move || {
                 for line in std::io::stdin().lock().lines() {
                     match line {
-                        Ok(l) if l.trim() == "go" => reader.set(Phase::Go),
+                        Ok(l) if l.trim() == "go" => reader.update(|c| c.gos += 1),
                         Ok(_) => {}
                         Err(_) => break,
                     }
                 }
-                reader.set(Phase::Stop);
+                reader.update(|c| c.stop = true);
             });
             c
         }
 
-        fn set(&self, p: Phase) {
-            let mut g = self.0 .0.lock().unwrap();
-            *g = (*g).max(p);
+        fn update(&self, f: impl FnOnce(&mut Commands)) {
+            f(&mut self.0 .0.lock().unwrap());
             self.0 .1.notify_all();
         }
 
-        fn phase(&self) -> Phase {
+        fn now(&self) -> Commands {
             *self.0 .0.lock().unwrap()
         }
 
-        fn wait_for(&self, p: Phase) {
+        /// Waits for the `n`th `go`; false if stopped before it came.
+        fn wait_go(&self, n: u32) -> bool {
             let mut g = self.0 .0.lock().unwrap();
-            while *g < p {
+            while g.gos < n && !g.stop {
+                g = self.0 .1.wait(g).unwrap();
+            }
+            g.gos >= n
+        }
+
+        fn wait_stop(&self) {
+            let mut g = self.0 .0.lock().unwrap();
+            while !g.stop {
                 g = self.0 .1.wait(g).unwrap();
             }
         }
@@ -1502,14 +1775,14 @@ pub mod child {
             wait(ev);
             let now = Instant::now();
             release(ev);
-            match ctl.phase() {
-                Phase::Waiting => {}
-                Phase::Go => {
-                    first.get_or_insert(now);
-                    last = Some(now);
-                    count += 1;
-                }
-                Phase::Stop => break,
+            let cmd = ctl.now();
+            if cmd.stop {
+                break;
+            }
+            if cmd.gos > 0 {
+                first.get_or_insert(now);
+                last = Some(now);
+                count += 1;
             }
         }
         for ev in inflight {
@@ -1534,43 +1807,75 @@ pub mod child {
         }
     }
 
-    /// Requests at Poisson arrivals (an open-loop schedule: a request that arrives while
-    /// the previous one still runs is issued at once, late). Each request is `burst`
-    /// kernels, each waited for before the next.
-    fn hp(
-        platform: Platform,
-        kernel: KernelSpec,
+    /// The HP's load: requests of `burst` kernels at Poisson arrivals, for `duration_s`.
+    struct HpLoad {
         gap_ms: f64,
         burst: u32,
         duration_s: f64,
         seed: u64,
-    ) -> HpResult {
-        let spin = Spin::new(platform, kernel.items, kernel.kind);
+    }
+
+    /// Requests at Poisson arrivals (an open-loop schedule: a request that arrives while
+    /// the previous one still runs is issued at once, late). Each request is `burst`
+    /// kernels, each waited for before the next.
+    ///
+    /// With `arrivals`, the warm-up runs now, before the parent starts the LP, and the
+    /// queue is then closed: on SoftPreempt its arbiter client goes away, so the LP runs
+    /// alone. Each `go` is an arrival: a fresh queue (program, kernel and buffers kept, so
+    /// nothing is compiled or first touched while measuring), measured from its first
+    /// request, then closed; `Ready` tells the parent it is closed. The samples of every
+    /// arrival are pooled.
+    fn hp(platform: Platform, kernel: KernelSpec, load: HpLoad, arrivals: bool) -> HpResult {
+        let mut spin = Spin::new(platform, kernel.items, kernel.kind);
         spin.set_iters(kernel.iters);
         for _ in 0..3 {
             spin.time_once(); // lazily compiled code, first-touch of the buffer
         }
+        if arrivals {
+            spin.env.close_queue();
+        }
         let ctl = Control::start();
         say(&Msg::Ready);
-        ctl.wait_for(Phase::Go);
+        let mut samples = Vec::new();
+        if !arrivals {
+            ctl.wait_go(1);
+            requests(&spin, &load, load.seed, &mut samples);
+            return HpResult {
+                samples,
+                arbiter: own_arbiter_stats(),
+            };
+        }
+        let mut arbiter: Option<ArbiterStats> = None;
+        let mut n = 0;
+        while ctl.wait_go(n + 1) {
+            n += 1;
+            spin.env.open_queue();
+            requests(&spin, &load, load.seed.wrapping_add(n as u64), &mut samples);
+            // Read while the queue is open: a closed queue's slot is freed.
+            if let Some(a) = own_arbiter_stats() {
+                arbiter = Some(arbiter.map_or(a.clone(), |b| b.sum(&a)));
+            }
+            spin.env.close_queue();
+            say(&Msg::Ready);
+        }
+        HpResult { samples, arbiter }
+    }
+
+    /// `load`'s requests, timed from now, into `samples`.
+    fn requests(spin: &Spin, load: &HpLoad, seed: u64, samples: &mut Vec<HpSample>) {
         let mut rng = Rng(seed);
         let start = Instant::now();
-        let end = start + Duration::from_secs_f64(duration_s);
+        let end = start + Duration::from_secs_f64(load.duration_s);
         let mut next = start;
-        let mut samples = Vec::new();
         loop {
-            next += Duration::from_secs_f64(rng.exponential(gap_ms / 1e3));
+            next += Duration::from_secs_f64(rng.exponential(load.gap_ms / 1e3));
             if next >= end {
                 break;
             }
             if let Some(d) = next.checked_duration_since(Instant::now()) {
                 std::thread::sleep(d);
             }
-            samples.push(request(&spin, burst));
-        }
-        HpResult {
-            samples,
-            arbiter: own_arbiter_stats(),
+            samples.push(request(spin, load.burst));
         }
     }
 
@@ -1602,7 +1907,7 @@ pub mod child {
         spin.time_once();
         let ctl = Control::start();
         say(&Msg::Ready);
-        ctl.wait_for(Phase::Stop);
+        ctl.wait_stop();
     }
 
     /// This process's clients in the run's arbiter segments; read while the queues are

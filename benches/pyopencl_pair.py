@@ -8,7 +8,10 @@ its programs from the cache, as users' second runs do.
 
 Scenarios, side by side in one invocation: HP alone (bare), HP + LP (bare), HP + LP
 (both through SoftPreempt, HP at priority high, LP at low), LP alone (bare). Printed:
-HP p50/p99 and their ratio to HP alone, LP launches/s and the share it keeps.
+HP p50/p99 and their ratio to HP alone, over the HP's first second (its arrival next to an
+LP already running for at least a second) and in steady state (after that second), the
+preemption latency (HP kernel queued to start, from profiling), LP launches/s and the share
+it keeps.
 
     python3 benches/pyopencl_pair.py --lib target/release/libsoftpreempt.so \\
         --vendor-lib "$(head -n1 /etc/OpenCL/vendors/pocl.icd)" [--lp-ms 50] [--lp-waves N]
@@ -43,15 +46,17 @@ def role_main(role):
     plat = next(p for p in cl.get_platforms() if (p.name == "SoftPreempt") == (want == "sp"))
     dev = plat.get_devices()[0]
     ctx = cl.Context([dev])
-    q = cl.CommandQueue(ctx)
+    profiling = cl.command_queue_properties.PROFILING_ENABLE
+    # The HP opens its measured queue only when it arrives (below).
+    q = None if role == "hp" else cl.CommandQueue(ctx, properties=profiling)
     prg = cl.Program(ctx, SRC).build()
     spin = prg.spin
     out = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 4 * 65536)
     items = int(os.environ["PAIR_ITEMS"])
     gpu = bool(dev.type & cl.device_type.GPU)
 
-    def launch(iters):
-        return spin(q, (items,), None, out, np.uint32(iters), np.uint32(65535))
+    def launch(iters, queue=None):
+        return spin(q if queue is None else queue, (items,), None, out, np.uint32(iters), np.uint32(65535))
 
     if role == "calibrate":
         target = float(os.environ["PAIR_TARGET_MS"])
@@ -76,6 +81,17 @@ def role_main(role):
     iters = int(os.environ["PAIR_ITERS"])
     stop = os.environ["PAIR_STOP"]
     duration = float(os.environ["PAIR_DURATION"])
+    if role == "hp":
+        # The HP's arrival is measured: its warm-up (lazily compiled code, first touch)
+        # runs on a queue of its own that is released before measuring; then the LP runs
+        # alone for a second (SoftPreempt forgets a high-priority client 500 ms after its
+        # last work), and the first measured request is really next to a running LP.
+        warm = cl.CommandQueue(ctx)
+        launch(iters, warm).wait()
+        warm.finish()
+        del warm
+        time.sleep(1.0)
+        q = cl.CommandQueue(ctx, properties=profiling)
     print("ready", flush=True)
     if role == "lp":
         pending = [launch(iters), launch(iters)]
@@ -92,15 +108,18 @@ def role_main(role):
     else:
         rng = random.Random(7)
         gap = float(os.environ["PAIR_GAP_MS"]) / 1e3
-        lat = []
-        end = time.perf_counter() + duration
-        launch(iters).wait()
+        lat, at, q2s = [], [], []
+        start = time.perf_counter()
+        end = start + duration
         while time.perf_counter() < end:
             time.sleep(rng.expovariate(1 / gap))
             t = time.perf_counter()
-            launch(iters).wait()
+            ev = launch(iters)
+            ev.wait()
             lat.append((time.perf_counter() - t) * 1e3)
-        print(json.dumps({"lat": lat}))
+            at.append(t - start)
+            q2s.append((ev.profile.start - ev.profile.queued) / 1e6)
+        print(json.dumps({"lat": lat, "at": at, "q2s": q2s}))
 
 
 def pct(v, p):
@@ -197,25 +216,40 @@ def main():
         scenario(hp_plat, lp_plat, 2.0)  # warms the binary caches
         rows[name] = scenario(hp_plat, lp_plat, a.duration)
         print(f"ran {name}", file=sys.stderr, flush=True)
-    alone = rows["hp-alone"]["hp"]["lat"]
     lp_rate = lambda r: r["lp"]["launches"] / r["lp"]["seconds"]
     base = lp_rate(rows["lp-alone"])
-    print(f"{'scenario':<12} {'HP p50 ms':>10} {'HP p99 ms':>10} {'p99/alone':>10} "
-          f"{'LP launch/s':>12} {'LP kept':>8}")
     table = {}
     for name, r in rows.items():
-        h = r.get("hp", {}).get("lat")
-        line = {"hp_p50": pct(h, 50) if h else None, "hp_p99": pct(h, 99) if h else None,
-                "lp_rate": lp_rate(r) if "lp" in r else None}
+        h = r.get("hp")
+        line = {"lp_rate": lp_rate(r) if "lp" in r else None}
+        if h:
+            # Steady state: after the HP's first second; first: within it.
+            first = [i for i, t in enumerate(h["at"]) if t < 1.0]
+            steady = [i for i, t in enumerate(h["at"]) if t >= 1.0] or first
+            for keys, idx in ((("hp_p50", "hp_p99", "q2s_p99"), steady),
+                              (("first_p50", "first_p99", "first_q2s_p99"), first)):
+                lat = [h["lat"][i] for i in idx]
+                q2s = [h["q2s"][i] for i in idx]
+                line.update(zip(keys, (pct(lat, 50), pct(lat, 99), pct(q2s, 99))))
         table[name] = line
+    alone = table["hp-alone"]
+    print(f"{'scenario':<12} {'HP p50 ms':>10} {'HP p99 ms':>10} {'p99/alone':>10} "
+          f"{'1st-s p99':>10} {'1st/alone':>10} {'q2s p99':>8} {'LP launch/s':>12} "
+          f"{'LP kept':>8}")
+    for name, line in table.items():
         f = lambda v, fmt: format(v, fmt) if v is not None else "-"
-        print(f"{name:<12} {f(line['hp_p50'], '10.3f')} {f(line['hp_p99'], '10.3f')} "
-              f"{f(line['hp_p99'] and line['hp_p99'] / pct(alone, 99), '10.2f')} "
-              f"{f(line['lp_rate'], '12.2f')} "
-              f"{f(line['lp_rate'] and line['lp_rate'] / base, '8.3f')}")
+        g = line.get
+        print(f"{name:<12} {f(g('hp_p50'), '10.3f')} {f(g('hp_p99'), '10.3f')} "
+              f"{f(g('hp_p99') and g('hp_p99') / alone['hp_p99'], '10.2f')} "
+              f"{f(g('first_p99'), '10.3f')} "
+              f"{f(g('first_p99') and g('first_p99') / alone['first_p99'], '10.2f')} "
+              f"{f(g('q2s_p99'), '8.3f')} {f(g('lp_rate'), '12.2f')} "
+              f"{f(g('lp_rate') and g('lp_rate') / base, '8.3f')}")
+    print("steady: the HP after its first second; 1st-s: its first second (one arrival)")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"lp": lp, "hp": hp, "rows": rows, "table": table}, f)
+            json.dump({"options": vars(a), "lp": lp, "hp": hp, "rows": rows, "table": table},
+                      f)
 
 
 if __name__ == "__main__":

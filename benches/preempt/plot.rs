@@ -271,3 +271,136 @@ fn lp_vs_target(report: &Value, sliced: &[(f64, &Row)], path: &Path) -> Res {
     root.present()?;
     Ok(())
 }
+
+/// One row of the matrix's bar charts: (bare, SoftPreempt) pairs; for several HP
+/// processes, the worst of them.
+pub struct MatrixBars {
+    pub name: String,
+    pub hp_p99_steady: (Option<f64>, Option<f64>),
+    pub hp_p99_first: (Option<f64>, Option<f64>),
+    pub lp_kept: (Option<f64>, Option<f64>),
+}
+
+/// The matrix's bar charts into `dir`: HP p99 ÷ alone (steady and first second) and LP
+/// throughput kept, bare against SoftPreempt, one group of bars per row.
+pub fn write_matrix(rows: &[MatrixBars], device: &str, dir: &Path) -> Result<Vec<PathBuf>, String> {
+    load_font()?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut out = Vec::new();
+    let p = dir.join("matrix_hp_p99.png");
+    let series = [
+        (
+            "bare, steady",
+            RED.mix(0.55),
+            rows.iter().map(|r| r.hp_p99_steady.0).collect(),
+        ),
+        (
+            "SoftPreempt, steady",
+            BLUE.mix(0.55),
+            rows.iter().map(|r| r.hp_p99_steady.1).collect(),
+        ),
+        (
+            "bare, first second",
+            RED.to_rgba(),
+            rows.iter().map(|r| r.hp_p99_first.0).collect(),
+        ),
+        (
+            "SoftPreempt, first second",
+            BLUE.to_rgba(),
+            rows.iter().map(|r| r.hp_p99_first.1).collect(),
+        ),
+    ];
+    bars(
+        rows,
+        &series,
+        &format!("HP p99 ÷ HP alone: {device}"),
+        "HP p99 ÷ alone",
+        1.0,
+        &p,
+    )
+    .map_err(|e| format!("{}: {e}", p.display()))?;
+    out.push(p);
+    let p = dir.join("matrix_lp_kept.png");
+    let series = [
+        (
+            "bare",
+            RED.to_rgba(),
+            rows.iter().map(|r| r.lp_kept.0).collect(),
+        ),
+        (
+            "SoftPreempt",
+            BLUE.to_rgba(),
+            rows.iter().map(|r| r.lp_kept.1).collect(),
+        ),
+    ];
+    bars(
+        rows,
+        &series,
+        &format!("LP throughput kept: {device}"),
+        "LP ÷ LP alone (bare)",
+        1.0,
+        &p,
+    )
+    .map_err(|e| format!("{}: {e}", p.display()))?;
+    out.push(p);
+    Ok(out)
+}
+
+type Series = (&'static str, RGBAColor, Vec<Option<f64>>);
+
+/// Grouped bars: one group per row, one bar per series, a dashed reference line at `refv`.
+fn bars(
+    rows: &[MatrixBars],
+    series: &[Series],
+    caption: &str,
+    y: &str,
+    refv: f64,
+    path: &Path,
+) -> Res {
+    let ymax = series
+        .iter()
+        .flat_map(|s| s.2.iter().flatten())
+        .fold(refv, |a, &b| a.max(b))
+        * 1.15;
+    let n = rows.len().max(1);
+    let root = BitMapBackend::new(path, (SIZE.0.max(140 * n as u32), SIZE.1)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = builder(&root, caption).build_cartesian_2d(0.0..n as f64, 0.0..ymax)?;
+    let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n * 2 + 1)
+        .x_label_formatter(&|x| {
+            // Labels at the group centres (i + 0.5) only.
+            let i = x.floor() as usize;
+            let centre = (x - x.floor() - 0.5).abs() < 1e-6;
+            names
+                .get(i)
+                .filter(|_| centre)
+                .map_or(String::new(), |s| s.to_string())
+        })
+        .y_desc(y)
+        .label_style((FONT, 13))
+        .draw()?;
+    let w = 0.8 / series.len() as f64;
+    for (k, (label, color, values)) in series.iter().enumerate() {
+        let rects = values.iter().enumerate().filter_map(|(i, v)| {
+            let x0 = i as f64 + 0.1 + k as f64 * w;
+            v.map(|v| Rectangle::new([(x0, 0.0), (x0 + w * 0.9, v)], color.filled()))
+        });
+        chart
+            .draw_series(rects)?
+            .label(*label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], color.filled()));
+    }
+    chart.draw_series(DashedLineSeries::new(
+        [(0.0, refv), (n as f64, refv)],
+        6,
+        4,
+        BLACK.stroke_width(1),
+    ))?;
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    root.present()?;
+    Ok(())
+}
