@@ -61,6 +61,7 @@ fn good_file_sets_every_key() {
     assert_eq!(c.sched.slice, SliceMode::Always);
     assert_eq!(c.sched.target_slice_us, Some(500));
     assert_eq!(c.sched.piece_us, Some(4000));
+    assert!(!c.sched.cpu_idle_class);
     assert_eq!(c.sched.max_inflight, 1);
     assert_eq!(c.sched.min_share, 0.25);
     assert_eq!(c.sched.hp_linger_us, 0);

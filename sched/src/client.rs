@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::error::SchedError;
 use crate::futex;
 use crate::layout::{slot_offset, truncate_utf8, write_bytes, NAME_BYTES};
+use crate::linger::LingerModel;
 use crate::liveness;
 use crate::options::ArbiterOptions;
 use crate::policy::{Decision, View};
@@ -179,7 +180,15 @@ impl Arbiter {
                 });
                 drop(_g);
                 tracing::debug!(slot = i, priority = %info.priority, label = %info.label, "registered arbiter client");
+                let worth = info.linger_worth.unwrap_or(DEFAULT_LINGER_WORTH);
                 return Ok(Client {
+                    own_activity: Default::default(),
+                    linger: Mutex::new(Linger {
+                        model: LingerModel::default(),
+                        cap_ns: sh.seg.params.linger_ns,
+                        worth_ns: worth.as_nanos().min(u64::MAX as u128) as u64,
+                        current_ns: sh.seg.params.linger_ns,
+                    }),
                     shared: self.shared.clone(),
                     _lock: fd,
                     slot: i,
@@ -218,7 +227,14 @@ pub struct ClientInfo {
     pub exe: Option<String>,
     /// Free-form queue label (first 32 bytes kept).
     pub label: String,
+    /// What catching a return within the linger is worth to this client: about how long
+    /// its work would otherwise wait behind a lower client's queued pieces (twice the
+    /// slice target). Default: 500 µs. See [`Client::linger`].
+    pub linger_worth: Option<Duration>,
 }
+
+/// [`ClientInfo::linger_worth`] when unset: twice the default slice target of 250 µs.
+const DEFAULT_LINGER_WORTH: Duration = Duration::from_micros(500);
 
 impl ClientInfo {
     /// A client with `priority`, default executable name and no label.
@@ -240,6 +256,36 @@ impl ClientInfo {
         self.exe = Some(exe.to_string());
         self
     }
+
+    /// Sets [`ClientInfo::linger_worth`].
+    pub fn with_linger_worth(mut self, worth: Duration) -> Self {
+        self.linger_worth = Some(worth);
+        self
+    }
+}
+
+/// A client's learned linger (see `linger.rs`).
+struct Linger {
+    model: LingerModel,
+    /// The segment's `hp_linger`: the longest linger.
+    cap_ns: u64,
+    worth_ns: u64,
+    /// The model's choice, recomputed when a gap is learned (completions only read it).
+    current_ns: u64,
+}
+
+impl Linger {
+    fn now_ns(&self) -> u64 {
+        self.current_ns
+    }
+
+    fn returned(&mut self, now: u64) {
+        let before = self.model.samples();
+        self.model.returned(now);
+        if self.model.samples() != before {
+            self.current_ns = self.model.linger_ns(self.cap_ns, self.worth_ns);
+        }
+    }
 }
 
 /// A registered client: one slot in the segment, held (through its OFD lock) until drop.
@@ -254,6 +300,11 @@ pub struct Client {
     pri: Priority,
     /// The slot's incarnation after our claim: if it changes, someone else wrote the slot.
     incarnation: u64,
+    /// New demands and grants of this client (its part of `Header::activity`).
+    own_activity: std::sync::atomic::AtomicU64,
+    /// Idle gaps seen, and the linger they call for. Touched when demand is raised anew,
+    /// at idle and at completions: never on a grant decision.
+    linger: Mutex<Linger>,
 }
 
 impl std::fmt::Debug for Client {
@@ -280,24 +331,51 @@ impl Client {
     /// it blocks every lower priority and takes part in the round robin of its priority.
     /// Idempotent; `acquire` calls it implicitly.
     pub fn announce_demand(&self) {
-        self.shared
-            .view()
-            .announce(self.slot, self.pri, liveness::now_ns());
+        let now = liveness::now_ns();
+        if self.shared.view().announce(self.slot, self.pri, now) {
+            self.own_activity.fetch_add(1, Ordering::Relaxed);
+            self.lock_linger().returned(now);
+        }
     }
 
-    /// Drops demand (queue empty). With `hp_linger`, it lingers for that long after now or
-    /// after the last completion, so a bursty high-priority client keeps the device.
+    fn lock_linger(&self) -> std::sync::MutexGuard<'_, Linger> {
+        self.linger.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Drops demand (queue empty). It lingers for [`Client::linger`] after now or after
+    /// the last completion, so a bursty high-priority client keeps the device between the
+    /// commands of a burst.
     pub fn idle(&self) {
-        self.shared
-            .view()
-            .idle(self.slot, self.pri, liveness::now_ns());
+        let now = liveness::now_ns();
+        let linger = {
+            let mut l = self.lock_linger();
+            l.model.released(now);
+            l.now_ns()
+        };
+        self.shared.view().idle(self.slot, self.pri, now, linger);
         self.shared.notify();
+    }
+
+    /// How long this client lingers after it goes idle now: learned from its idle gaps
+    /// (the time from going idle to raising demand again) so that it covers the gaps
+    /// inside its bursts and not the long ones between them, never more than the
+    /// segment's `hp_linger`, which is also what it uses until it has seen a few gaps.
+    pub fn linger(&self) -> Duration {
+        Duration::from_nanos(self.lock_linger().now_ns())
+    }
+
+    /// Idle gaps this client has learned from.
+    pub fn linger_samples(&self) -> u32 {
+        self.lock_linger().model.samples()
     }
 
     fn decide(&self, v: &View<'_>) -> Decision {
         let d = v.try_grant(self.slot, self.pri, liveness::now_ns());
-        if let Decision::Granted { notify: true, .. } = d {
-            self.shared.notify();
+        if let Decision::Granted { notify, .. } = d {
+            self.own_activity.fetch_add(1, Ordering::Relaxed);
+            if notify {
+                self.shared.notify();
+            }
         }
         d
     }
@@ -408,8 +486,14 @@ impl Client {
     /// Reports a detached grant's slice done, with its measured duration.
     pub fn complete_token(&self, token: GrantToken, duration_ns: u64) {
         let _ = token.share;
+        let now = liveness::now_ns();
+        let linger = {
+            let mut l = self.lock_linger();
+            l.model.completed(now);
+            l.now_ns()
+        };
         let v = self.shared.view();
-        if v.complete(self.slot, self.pri, liveness::now_ns(), duration_ns) {
+        if v.complete(self.slot, self.pri, now, duration_ns, linger) {
             self.shared.notify();
         }
     }
@@ -465,6 +549,38 @@ impl Client {
     /// round robin too)?
     pub fn contended(&self) -> bool {
         self.shared.view().contended(self.slot, self.pri)
+    }
+
+    /// Marks the start of a piece, for [`Client::share_since`].
+    pub fn activity_mark(&self) -> ActivityMark {
+        let v = self.shared.view();
+        ActivityMark {
+            total: v.activity(),
+            own: self.own_activity.load(Ordering::Relaxed),
+            others: v.others_busy(self.slot),
+        }
+    }
+
+    /// How many clients, this one included, shared the device since `mark`, as an
+    /// estimate: 1 when it had the device to itself (nobody else had demand or slices in
+    /// flight then or now, and every new demand or grant on the device since was its
+    /// own), else one more than the mean number of others busy at either end (at least
+    /// one). A piece's host-observed time includes whatever ran beside it: divided by
+    /// this, it estimates the piece's own device time, which is what a timing model must
+    /// learn (fed with shared times, it learns a kernel dearer than it is and cuts ever
+    /// smaller slices).
+    pub fn share_since(&self, mark: &ActivityMark) -> f64 {
+        let v = self.shared.view();
+        let others_now = v.others_busy(self.slot);
+        let events = v.activity().wrapping_sub(mark.total);
+        let mine = self
+            .own_activity
+            .load(Ordering::Relaxed)
+            .wrapping_sub(mark.own);
+        if mark.others == 0 && others_now == 0 && events <= mine {
+            return 1.0;
+        }
+        1.0 + ((mark.others + others_now) as f64 / 2.0).max(1.0)
     }
 
     /// Cheap check between slices: would a higher priority (demand or linger) block our
@@ -527,6 +643,15 @@ impl Drop for Grant<'_> {
             self.client.complete_token(t, 0);
         }
     }
+}
+
+/// The device's activity when a piece was submitted (see [`Client::alone_since`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ActivityMark {
+    total: u64,
+    own: u64,
+    /// Other clients busy at the mark.
+    others: u32,
 }
 
 /// A detached grant. Not `Clone`: it completes exactly once.

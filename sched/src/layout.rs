@@ -107,7 +107,11 @@ pub struct Header {
     /// level (its demand dropped, or its linger ends then), for the hand-back gap (taken
     /// from the padding: the layout and its version are unchanged).
     pub released_ns: AtomicU64,
-    _pad2: [AtomicU64; 41],
+    /// Bumped whenever a client raises demand anew or takes a grant: a client whose own
+    /// such events account for every bump while its piece ran had the device to itself,
+    /// so the piece's host-observed time is its own (from the padding, as `released_ns`).
+    pub activity: AtomicU64,
+    _pad2: [AtomicU64; 40],
 }
 
 /// One client slot. Written by its owner, except for reclaim (done under the slot's lock).
@@ -125,7 +129,7 @@ pub struct Slot {
     pub start_time: AtomicU64,
     /// Bumped at every claim, so a status reader can tell owners apart.
     pub incarnation: AtomicU64,
-    /// Slices granted while in the round robin (virtual time).
+    /// Virtual time of the round robin: device time used (µs), plus one per grant.
     pub vtime: AtomicU64,
     /// CLOCK_MONOTONIC ns until which this client's lingering demand holds.
     pub linger_until_ns: AtomicU64,
@@ -214,6 +218,7 @@ impl Header {
             last_share_grant: Default::default(),
             reclaims: Default::default(),
             released_ns: Default::default(),
+            activity: Default::default(),
             _pad2: zeroed_array(),
         })
     }

@@ -41,8 +41,8 @@
 //!
 //! # Policy
 //!
-//! Strict priority between (level, number) at slice granularity; round robin by slices
-//! among demanding clients of the same priority; `min_share` lets a blocked lower client
+//! Strict priority between (level, number) at slice granularity; round robin by slices,
+//! fair in device time, among demanding clients of the same priority; `min_share` lets a blocked lower client
 //! take one grant in every N; `hp_linger` keeps demand raised for a while after idle; at
 //! most `max_inflight` slices in flight per client. Demand should be raised only when the
 //! next slice is ready to submit: a raised demand that never acquires holds back lower
@@ -67,6 +67,8 @@ mod fault;
 #[cfg(not(loom))]
 mod futex;
 #[cfg(not(loom))]
+mod linger;
+#[cfg(not(loom))]
 mod liveness;
 #[cfg(not(loom))]
 mod options;
@@ -83,7 +85,7 @@ pub use error::SchedError;
 pub use priority::{Level, Priority, LEVELS};
 
 #[cfg(not(loom))]
-pub use client::{Arbiter, Client, ClientInfo, Grant, GrantToken, PolicyParams};
+pub use client::{ActivityMark, Arbiter, Client, ClientInfo, Grant, GrantToken, PolicyParams};
 #[cfg(not(loom))]
 pub use liveness::{now_ns as monotonic_ns, process_alive, process_start_time};
 #[cfg(not(loom))]
@@ -91,7 +93,7 @@ pub use options::ArbiterOptions;
 #[cfg(not(loom))]
 pub use planner::{
     adapted_target, plan_next, rows_for_target, slice_at, slices, wave_rows, waves, NdRange, Slice,
-    SlicePlanner, TimingModel, TimingTable,
+    SliceEfficiency, SlicePlanner, TimingModel, TimingTable,
 };
 #[cfg(not(loom))]
 pub use profile::RowProfile;

@@ -5,7 +5,8 @@
 //! table in unit tests, and under loom (`policy::loom_tests`).
 //!
 //! Policy: strict priority between (level, number) at slice granularity; round robin by
-//! slices among demanding clients of the same priority (virtual time = slices granted);
+//! slices among demanding clients of the same priority (virtual time = device time used,
+//! in µs, plus one per grant);
 //! `hp_linger` keeps a client's demand raised for a while after it goes idle; a min share
 //! lets a blocked lower client through once in every N grants; at most `max_inflight`
 //! slices per client.
@@ -176,7 +177,7 @@ impl<'a> View<'a> {
     }
 
     /// Round robin inside a priority: go only if no demanding peer of the same priority has
-    /// had fewer slices (virtual time) than us.
+    /// a smaller virtual time (device time used, plus one per grant) than us.
     fn rr_turn(&self, me: usize, pri: Priority) -> bool {
         let my_vt = self.slots[me].vtime.load(Ordering::Relaxed);
         let mut ok = true;
@@ -212,11 +213,11 @@ impl<'a> View<'a> {
         self.is_set(&self.h.demand[pri.level.index()], me)
     }
 
-    /// Raises demand (work queued). Idempotent.
-    pub fn announce(&self, me: usize, pri: Priority, now: u64) {
+    /// Raises demand (work queued). Idempotent; true if demand was not raised before.
+    pub fn announce(&self, me: usize, pri: Priority, now: u64) -> bool {
         let l = pri.level.index();
         if self.has_demand(me, pri) {
-            return;
+            return false;
         }
         let s = &self.slots[me];
         // Join the round robin at the level's current virtual time: no catch-up burst.
@@ -228,19 +229,23 @@ impl<'a> View<'a> {
         let (w, b) = bit(me);
         self.h.demand[l][w].fetch_or(b, Ordering::Relaxed);
         self.h.linger[l][w].fetch_and(!b, Ordering::Relaxed);
+        self.h.activity.fetch_add(1, Ordering::Relaxed);
         // Pairs with the fence in `try_grant`: after this, lower grants see our demand.
         fence(Ordering::SeqCst);
+        true
     }
 
-    /// Drops demand; with `hp_linger`, demand lingers until `now + linger`.
-    /// Waiters may proceed: the caller must call [`View::notify`].
-    pub fn idle(&self, me: usize, pri: Priority, now: u64) {
+    /// Drops demand; demand lingers until `now + linger_ns` (the client's own choice,
+    /// at most the segment's `hp_linger`). Waiters may proceed: the caller must call
+    /// [`View::notify`].
+    pub fn idle(&self, me: usize, pri: Priority, now: u64, linger_ns: u64) {
         let l = pri.level.index();
         let s = &self.slots[me];
         let (w, b) = bit(me);
+        let linger_ns = linger_ns.min(self.params.linger_ns);
         // Linger is raised before demand drops, so lower clients never see a gap.
-        let release = now.saturating_add(self.params.linger_ns);
-        if self.params.linger_ns > 0 {
+        let release = now.saturating_add(linger_ns);
+        if linger_ns > 0 {
             s.linger_until_ns.store(release, Ordering::Relaxed);
             self.h.linger[l][w].fetch_or(b, Ordering::Relaxed);
         }
@@ -318,6 +323,7 @@ impl<'a> View<'a> {
             .fetch_add(1, Ordering::Relaxed)
             .wrapping_add(1);
         s.grants.fetch_add(1, Ordering::Relaxed);
+        self.h.activity.fetch_add(1, Ordering::Relaxed);
         if share {
             s.share_grants.fetch_add(1, Ordering::Relaxed);
         }
@@ -332,14 +338,31 @@ impl<'a> View<'a> {
         Decision::Granted { share, notify }
     }
 
-    /// Reports one slice done. Returns true if a waiter may proceed (call `notify`).
-    pub fn complete(&self, me: usize, pri: Priority, now: u64, duration_ns: u64) -> bool {
+    /// Reports one slice done; a lingering client's linger (`linger_ns`, at most the
+    /// segment's) restarts from now. Returns true if a waiter may proceed (call `notify`).
+    pub fn complete(
+        &self,
+        me: usize,
+        pri: Priority,
+        now: u64,
+        duration_ns: u64,
+        linger_ns: u64,
+    ) -> bool {
         let s = &self.slots[me];
         let _ = s
             .inflight
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |x| x.checked_sub(1));
         s.slices.fetch_add(1, Ordering::Relaxed);
         s.busy_ns.fetch_add(duration_ns, Ordering::Relaxed);
+        // The round robin is fair in device time: a slice costs its virtual time one tick
+        // when granted and its length in µs when done, so a peer cutting smaller slices
+        // gets more of them instead of a smaller share of the device.
+        let l = pri.level.index();
+        let vt = s
+            .vtime
+            .fetch_add(duration_ns / 1000, Ordering::Relaxed)
+            .saturating_add(duration_ns / 1000);
+        self.h.vclock[l].fetch_max(vt, Ordering::Relaxed);
         s.last_activity_ns.store(now, Ordering::Relaxed);
         // Decayed mean piece length, weight 1/8 for the newest (one writer: the owner).
         let old = s.piece_ns.load(Ordering::Relaxed);
@@ -349,16 +372,17 @@ impl<'a> View<'a> {
             old - old / 8 + duration_ns / 8
         };
         s.piece_ns.store(mean, Ordering::Relaxed);
-        let l = pri.level.index();
-        if self.params.linger_ns > 0 && self.is_set(&self.h.linger[l], me) {
+        let linger_ns = linger_ns.min(self.params.linger_ns);
+        if linger_ns > 0 && self.is_set(&self.h.linger[l], me) {
             // Linger counts from the last completion, not from `idle`.
-            let release = now.saturating_add(self.params.linger_ns);
+            let release = now.saturating_add(linger_ns);
             s.linger_until_ns.store(release, Ordering::Relaxed);
             self.h.released_ns.fetch_max(release, Ordering::Relaxed);
         }
         fence(Ordering::SeqCst);
-        // Another thread of this client may wait for an in-flight slot.
-        self.is_set(&self.h.waiting[l], me)
+        // Another thread of this client may wait for an in-flight slot, and a peer of the
+        // same level may wait for its turn, which our charged time may have given it.
+        self.any(&self.h.waiting[l], usize::MAX)
     }
 
     /// Marks slot `me` as waiting (or not). Setting it is followed by a SeqCst fence.
@@ -422,6 +446,27 @@ impl<'a> View<'a> {
             }
         }
         false
+    }
+
+    /// Device-wide count of new demands and grants (see `Header::activity`).
+    pub fn activity(&self) -> u64 {
+        self.h.activity.load(Ordering::Relaxed)
+    }
+
+    /// How many other clients have demand or slices in flight.
+    pub fn others_busy(&self, me: usize) -> u32 {
+        let mut n = 0u32;
+        for (l, m) in self.h.registered.iter().enumerate() {
+            self.each(m, me, |j| {
+                if self.is_set(&self.h.demand[l], j)
+                    || self.slots[j].inflight.load(Ordering::Relaxed) > 0
+                {
+                    n += 1;
+                }
+                true
+            });
+        }
+        n
     }
 
     /// Is a strictly lower priority registered (even idle)? Only then does a client need to
@@ -626,7 +671,7 @@ mod tests {
         assert!(granted(v.try_grant(0, Priority::NORMAL, 1)));
         assert!(granted(v.try_grant(0, Priority::NORMAL, 1)));
         assert_eq!(v.try_grant(0, Priority::NORMAL, 1), Decision::InflightFull);
-        v.complete(0, Priority::NORMAL, 2, 100);
+        v.complete(0, Priority::NORMAL, 2, 100, v.params.linger_ns);
         assert!(granted(v.try_grant(0, Priority::NORMAL, 2)));
         assert_eq!(t.slots[0].grants.load(Ordering::Relaxed), 3);
         assert_eq!(t.slots[0].busy_ns.load(Ordering::Relaxed), 100);
@@ -645,7 +690,7 @@ mod tests {
             v.higher_active(1, lo, 1_000_000, 5_000),
             "demand is activity"
         );
-        v.idle(0, hi, 1_000_000);
+        v.idle(0, hi, 1_000_000, v.params.linger_ns);
         assert!(v.higher_active(1, lo, 1_004_000, 5_000));
         assert!(!v.higher_active(1, lo, 1_006_000, 5_000));
         // Nobody is above the high client.
@@ -661,7 +706,7 @@ mod tests {
         v.announce(1, lo, 1);
         assert_eq!(v.try_grant(1, lo, 1), Decision::Blocked { until_ns: None });
         assert!(granted(v.try_grant(0, hi, 1)));
-        v.idle(0, hi, 2);
+        v.idle(0, hi, 2, v.params.linger_ns);
         assert!(granted(v.try_grant(1, lo, 2)));
     }
 
@@ -689,7 +734,7 @@ mod tests {
         let t = table(4, params, &[hi, lo]);
         let v = t.view();
         v.announce(0, hi, 10);
-        v.idle(0, hi, 10);
+        v.idle(0, hi, 10, v.params.linger_ns);
         v.announce(1, lo, 10);
         assert_eq!(
             v.try_grant(1, lo, 500),
@@ -698,7 +743,7 @@ mod tests {
             }
         );
         // A completion while lingering pushes the deadline.
-        v.complete(0, hi, 800, 1);
+        v.complete(0, hi, 800, 1, v.params.linger_ns);
         assert!(!granted(v.try_grant(1, lo, 1500)));
         assert!(granted(v.try_grant(1, lo, 1801)));
     }
@@ -720,7 +765,7 @@ mod tests {
             for i in 0..3 {
                 if granted(v.try_grant(i, p, 1)) {
                     order.push(i);
-                    v.complete(i, p, 1, 1);
+                    v.complete(i, p, 1, 1, v.params.linger_ns);
                 }
             }
         }
@@ -730,7 +775,7 @@ mod tests {
         assert_eq!(counts, vec![30, 30, 30]);
         // A client that tries twice in a row is held back until the others had a turn.
         assert!(granted(v.try_grant(0, p, 1)));
-        v.complete(0, p, 1, 1);
+        v.complete(0, p, 1, 1, v.params.linger_ns);
         assert!(!granted(v.try_grant(0, p, 1)));
     }
 
@@ -742,12 +787,12 @@ mod tests {
         v.announce(0, p, 1);
         for _ in 0..50 {
             assert!(granted(v.try_grant(0, p, 1)));
-            v.complete(0, p, 1, 1);
+            v.complete(0, p, 1, 1, v.params.linger_ns);
         }
         v.announce(1, p, 1);
         // The newcomer starts level with the incumbent: they alternate right away.
         assert!(granted(v.try_grant(0, p, 1)));
-        v.complete(0, p, 1, 1);
+        v.complete(0, p, 1, 1, v.params.linger_ns);
         assert!(!granted(v.try_grant(0, p, 1)));
         assert!(granted(v.try_grant(1, p, 1)));
     }
@@ -766,12 +811,12 @@ mod tests {
         let mut low = 0;
         for _ in 0..400 {
             if granted(v.try_grant(0, hi, 1)) {
-                v.complete(0, hi, 1, 1);
+                v.complete(0, hi, 1, 1, v.params.linger_ns);
             }
             if let Decision::Granted { share, .. } = v.try_grant(1, lo, 1) {
                 assert!(share);
                 low += 1;
-                v.complete(1, lo, 1, 1);
+                v.complete(1, lo, 1, 1, v.params.linger_ns);
             }
         }
         let high = t.slots[0].grants.load(Ordering::Relaxed);
@@ -879,7 +924,7 @@ mod loom_tests {
             let t2 = t.clone();
             let waker = thread::spawn(move || {
                 let v = t2.view();
-                v.idle(0, hi, 0);
+                v.idle(0, hi, 0, v.params.linger_ns);
                 v.notify()
             });
             let v = t.view();

@@ -121,6 +121,46 @@ fn linger_holds_lower_levels_then_expires() {
 }
 
 #[test]
+fn linger_is_learned_from_idle_gaps() {
+    let d = TestDir::new("learned-linger");
+    let mut o = d.opts();
+    o.hp_linger = Duration::from_millis(5);
+    let arb = Arbiter::open("learned", &o).unwrap();
+    let worth = Duration::from_millis(1);
+    let hi = arb
+        .register(info("high", "h").with_linger_worth(worth))
+        .unwrap();
+    let lo = arb.register(info("low", "l")).unwrap();
+    assert_eq!(hi.linger(), o.hp_linger, "the cap until gaps are known");
+
+    // Requests 30 ms apart (longer than the cap): a linger would catch none of them and
+    // only hold the low client off an idle device.
+    for _ in 0..6 {
+        hi.announce_demand();
+        hi.try_acquire().unwrap().complete(5);
+        hi.idle();
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    assert_eq!(hi.linger_samples(), 5);
+    assert_eq!(hi.linger(), Duration::ZERO);
+    hi.announce_demand();
+    hi.try_acquire().unwrap().complete(5);
+    hi.idle();
+    assert!(!lo.should_yield(), "no linger after a lone request");
+    lo.try_acquire().expect("granted at once").complete(1);
+
+    // Then bursts: the client comes back within about 50 µs, again and again. It lingers
+    // again, just long enough for its gaps, never longer than the cap.
+    for _ in 0..40 {
+        hi.announce_demand();
+        hi.idle();
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    let l = hi.linger();
+    assert!(l > Duration::ZERO && l <= o.hp_linger, "linger {l:?}");
+}
+
+#[test]
 fn a_grant_without_a_release_is_no_hand_back() {
     let d = TestDir::new("no-handback");
     let arb = Arbiter::open("dev0", &d.opts()).unwrap();

@@ -29,7 +29,7 @@ pub fn get_device_ids(
     }
     // Let the vendor apply its own type rules (CL_DEVICE_TYPE_DEFAULT, errors), then map.
     let i = &p.get().inner;
-    let ids = match vendor_devices(i, device_type) {
+    let ids = match p.get().enumerate(|| vendor_devices(i, device_type)) {
         // NVIDIA refuses CL_DEVICE_TYPE_CUSTOM, a valid type since OpenCL 1.2; the spec's
         // answer is the devices of that type, none here: "CL_DEVICE_NOT_FOUND if no
         // OpenCL devices that matched device_type were found." (Applications that know

@@ -272,8 +272,9 @@ controls! {
         /// Target duration of one slice, in microseconds; it also bounds the
         /// predicted device time a queue keeps queued behind its running slice.
         /// Shorter slices let a higher-priority process take over sooner but add
-        /// launch overhead. Unset: 250, chosen by the measurements in
-        /// docs/benchmarks.md (on an H100 and on PoCL).
+        /// launch overhead. Unset: 250 on a GPU, 1000 on other devices (PoCL
+        /// costs about 25 µs a command), chosen by the measurements in
+        /// docs/benchmarks.md.
         target_slice_us: Option<u64> = None,
             expect "an integer between 50 and 1000000", example "target_slice_us = 500",
             valid |v| v.iter().all(|v| in_range(v, 50, 1_000_000));
@@ -298,6 +299,18 @@ controls! {
         wave_work_groups: Option<u64> = None,
             expect "an integer between 1 and 1000000", example "wave_work_groups = 264",
             valid |v| v.iter().all(|v| in_range(v, 1, 1_000_000));
+        /// On CPU devices (PoCL), once a higher priority registers on the
+        /// device, move the device's worker threads of a process whose queues
+        /// there are `low` to the idle scheduling class (`SCHED_IDLE`): the
+        /// operating system then gives a core to any other thread first, so the
+        /// slice that runs when a higher priority arrives hardly delays it, and
+        /// slices can be longer (see `target_slice_us`). They stay there for the
+        /// rest of the process (moving them back needs privilege), also taking
+        /// second place to other CPU work. A queue above `low` in the same
+        /// process moves them back where the system allows it. `false`: leave
+        /// threads alone.
+        cpu_idle_class: bool = true, expect "true or false",
+            example "cpu_idle_class = false";
         /// Most slices of one queue on the vendor queue at once. `2` keeps the
         /// device busy between slices; `1` gives the shortest takeover latency.
         max_inflight: u32 = 2, expect "an integer between 1 and 2",

@@ -303,6 +303,19 @@ fn quote(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
 }
 
+impl ControlValue for bool {
+    fn from_env(s: &str) -> Option<Self> {
+        match s.trim() {
+            "true" | "1" => Some(true),
+            "false" | "0" => Some(false),
+            _ => None,
+        }
+    }
+    fn render(&self) -> String {
+        self.to_string()
+    }
+}
+
 impl ControlValue for u32 {
     fn from_env(s: &str) -> Option<Self> {
         s.trim().parse().ok()

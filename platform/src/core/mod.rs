@@ -12,6 +12,7 @@ pub mod handle;
 pub mod kernel_source;
 pub mod managed;
 pub mod objects;
+pub mod os_priority;
 pub mod platform;
 pub mod ptx;
 pub mod refcount;

@@ -191,13 +191,18 @@ fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) ->
 
 /// Whether `device` is a GPU (cached per device).
 pub fn is_gpu(device: &crate::core::forward::Inner<cl_device_id>) -> bool {
-    device_facts(device).1
+    device_facts(device).1 & CL_DEVICE_TYPE_GPU as u64 != 0
 }
 
-/// The device's compute units and whether it is a GPU, asked once per device.
-fn device_facts(device: &crate::core::forward::Inner<cl_device_id>) -> (u64, bool) {
+/// Whether the device is a CPU device (its kernels run on threads of this process).
+pub fn is_cpu(device: &crate::core::forward::Inner<cl_device_id>) -> bool {
+    device_facts(device).1 & CL_DEVICE_TYPE_CPU as u64 != 0
+}
+
+/// The device's compute units and type bits, asked once per device.
+fn device_facts(device: &crate::core::forward::Inner<cl_device_id>) -> (u64, u64) {
     static DEVICES: once_cell::sync::Lazy<
-        std::sync::Mutex<std::collections::HashMap<usize, (u64, bool)>>,
+        std::sync::Mutex<std::collections::HashMap<usize, (u64, u64)>>,
     > = once_cell::sync::Lazy::new(Default::default);
     let mut known = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
     *known.entry(device.h as usize).or_insert_with(|| {
@@ -211,8 +216,7 @@ fn device_facts(device: &crate::core::forward::Inner<cl_device_id>) -> (u64, boo
         };
         let word = |b: Vec<u8>| b.iter().rev().fold(0u64, |a, &x| (a << 8) | x as u64);
         let units = word(info(CL_DEVICE_MAX_COMPUTE_UNITS)).max(1);
-        let gpu = word(info(CL_DEVICE_TYPE)) & CL_DEVICE_TYPE_GPU as u64 != 0;
-        (units, gpu)
+        (units, word(info(CL_DEVICE_TYPE)))
     })
 }
 
@@ -231,7 +235,8 @@ fn wave_work_groups(
     device: &crate::core::forward::Inner<cl_device_id>,
     items: usize,
 ) -> (u64, bool) {
-    let (units, gpu) = device_facts(device);
+    let units = compute_units(device);
+    let gpu = is_gpu(device);
     if let Some(w) = crate::config::config().sched.wave_work_groups {
         return (w.max(1), gpu);
     }

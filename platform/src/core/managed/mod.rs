@@ -38,7 +38,8 @@ use crate::config::{self, SliceMode};
 use crate::core::cl::*;
 use crate::core::error::CLResult;
 use crate::core::forward::Inner;
-use crate::core::platform::Device;
+use crate::core::handle::Obj;
+use crate::core::platform::{Device, Platform, WorkersHeld};
 pub use deferred::Deferred;
 pub use submitter::{Launch, Retained};
 
@@ -121,6 +122,11 @@ pub struct Managed {
     /// Predicted device time of short launches sent direct and not yet complete (see
     /// [`Managed::claim_direct`]).
     direct_ns: AtomicU64,
+    /// A low-priority queue on a CPU device: the platform whose device threads go to the
+    /// idle class once a higher priority registers (see [`Managed::must_defer`]).
+    os_platform: Option<&'static Obj<Platform>>,
+    /// A queue above low priority on a CPU device keeps the device's threads ordinary.
+    _workers_held: Option<WorkersHeld>,
 }
 
 /// A direct command whose completion ends the demand it raised (see
@@ -160,12 +166,18 @@ impl Watch {
 
 use softpreempt_sched::monotonic_ns;
 
-/// `sched.target_slice_us` when unset. On an H100 (docs/benchmarks.md) 250 µs slices keep
-/// a bursty HP's p99 within 1.2x of alone against 2x at 1000 µs, at the same LP
-/// throughput. On PoCL (2 cores) the compute LP's HP p99 is 1.09x alone at 250 µs against
-/// 1.61x at 500 and 2.33x at 1000, for 77%, 87% and 92% of the bare co-run's LP
-/// throughput (PoCL costs about 30 µs per launch); the demo keeps 85% at 250 µs.
-pub const DEFAULT_TARGET_US: u64 = 250;
+/// `sched.target_slice_us` when unset, on a GPU. On an H100 (docs/benchmarks.md) 250 µs
+/// slices keep a bursty HP's p99 within 1.2x of alone against 2x at 1000 µs, at the same
+/// LP throughput.
+pub const DEFAULT_TARGET_GPU_US: u64 = 250;
+/// `sched.target_slice_us` when unset, on other devices. PoCL costs about 25 µs a command
+/// on 2 cores (measured bare), so 250 µs slices cost a low-priority process 9-12% of its
+/// throughput; with its device threads in the idle class (`core::os_priority`) the slice
+/// that runs when a higher priority arrives hardly delays it, and 1000 µs slices gave an
+/// HP p99 of 0.99x alone (single 0.45 ms kernel) and 1.22x (bursts of 5 x 0.5 ms) with
+/// the LP at 0.99 and 0.92 of its bare co-run throughput, against 1.17x / 1.15x and 0.89 /
+/// 0.84 at 250 µs (docs/benchmarks.md).
+pub const DEFAULT_TARGET_OTHER_US: u64 = 1_000;
 
 /// `sched.piece_us` when unset, on a GPU: about NVIDIA's own hand-over between processes,
 /// so an arriving higher priority waits no longer than on the bare driver.
@@ -178,6 +190,26 @@ pub const DEFAULT_PIECE_OTHER_US: u64 = 8_000;
 /// keep cutting at the slice target; after it they cut only into pieces (`piece_us`), and
 /// the higher one's next request waits for at most one piece.
 pub const ACTIVE_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The OS-priority side of a new queue on a CPU device (see `core::os_priority`): a low
+/// queue gets its platform, whose device threads it moves to the idle class once a
+/// higher priority registers; a queue above low holds them in the ordinary class while it
+/// lives, as its kernels run on them too. Only with an arbiter and `cpu_idle_class` on.
+fn os_priority_for(
+    device: &Device,
+    priority: Priority,
+    arbitrated: bool,
+    cfg: &config::Config,
+) -> (Option<&'static Obj<Platform>>, Option<WorkersHeld>) {
+    if !arbitrated || !cfg.sched.cpu_idle_class || !launch::is_cpu(&device.inner) {
+        return (None, None);
+    }
+    let p = device.platform;
+    if priority.level != softpreempt_sched::Level::Low {
+        return (None, Some(Platform::hold_workers(p)));
+    }
+    (Some(p), None)
+}
 
 /// Device time minus host monotonic time, from `clGetDeviceAndHostTimer` when the vendor
 /// has it (its host clock is CLOCK_MONOTONIC on Linux for the vendors we know).
@@ -210,8 +242,22 @@ impl Managed {
         let segment_inflight = arbiter
             .as_ref()
             .map_or(2, |a| a.policy().max_inflight as usize);
+        let gpu = launch::is_gpu(&device.inner);
+        let target_ns = cfg
+            .sched
+            .target_slice_us
+            .unwrap_or(if gpu {
+                DEFAULT_TARGET_GPU_US
+            } else {
+                DEFAULT_TARGET_OTHER_US
+            })
+            .saturating_mul(1000);
+        // What a quick return is worth to this queue, for its learned linger: about what
+        // its next command would wait for a lower queue's running and queued pieces.
+        let worth = std::time::Duration::from_nanos(target_ns.saturating_mul(2));
+        let (os_platform, workers_held) = os_priority_for(device, priority, arbiter.is_some(), cfg);
         let client = arbiter.and_then(|a| {
-            a.register(arbiter::client_info(priority, label))
+            a.register(arbiter::client_info(priority, label).with_linger_worth(worth))
                 .map_err(|e| {
                     // An error, as when the segment cannot be opened: preemption is off for
                     // this queue, which the default log level must show (once).
@@ -228,15 +274,11 @@ impl Managed {
             client,
             priority,
             mode: cfg.sched.slice,
-            target_ns: cfg
-                .sched
-                .target_slice_us
-                .unwrap_or(DEFAULT_TARGET_US)
-                .saturating_mul(1000),
+            target_ns,
             piece_ns: cfg
                 .sched
                 .piece_us
-                .unwrap_or(if launch::is_gpu(&device.inner) {
+                .unwrap_or(if gpu {
                     DEFAULT_PIECE_GPU_US
                 } else {
                     DEFAULT_PIECE_OTHER_US
@@ -262,6 +304,8 @@ impl Managed {
             unready: readiness::Tail::default(),
             watches: Mutex::new(Vec::new()),
             direct_ns: AtomicU64::new(0),
+            os_platform,
+            _workers_held: workers_held,
         })
     }
 
@@ -277,7 +321,23 @@ impl Managed {
             return true;
         }
         let Some(c) = &self.client else { return false };
-        self.mode == SliceMode::Always || c.higher_priority_registered()
+        if self.mode == SliceMode::Always {
+            return true;
+        }
+        self.higher_registered(c)
+    }
+
+    /// Whether a higher priority is registered on the device. The first time one is, a
+    /// low queue on a CPU device moves the device's threads to the idle class, so the OS
+    /// gives the cores to anyone else first (one atomic load after that).
+    fn higher_registered(&self, c: &Client) -> bool {
+        let higher = c.higher_priority_registered();
+        if higher {
+            if let Some(p) = self.os_platform {
+                p.get().idle_workers();
+            }
+        }
+        higher
     }
 
     /// Whether long launches of this queue are cut into pieces even while it need not
@@ -299,7 +359,7 @@ impl Managed {
             (SliceMode::Never, _) | (_, None) => None,
             (SliceMode::Always, Some(_)) => Some(self.target_ns),
             (SliceMode::Contended, Some(c)) => Some(
-                if c.higher_priority_registered() && c.higher_priority_active(ACTIVE_WINDOW) {
+                if self.higher_registered(c) && c.higher_priority_active(ACTIVE_WINDOW) {
                     self.target_ns
                 } else {
                     self.piece_ns.max(self.target_ns)

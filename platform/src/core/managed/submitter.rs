@@ -4,7 +4,9 @@
 //! slice target) of predicted device time queued behind the running piece.
 
 use once_cell::sync::Lazy;
-use softpreempt_sched::{GrantToken, NdRange, SlicePlanner, TimingModel, TimingTable};
+use softpreempt_sched::{
+    GrantToken, NdRange, SliceEfficiency, SlicePlanner, TimingModel, TimingTable,
+};
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
@@ -94,6 +96,15 @@ pub type ModelKey = (usize, usize);
 /// Per-(kernel, device) timing models, shared by every queue of the process.
 static MODELS: Lazy<Mutex<TimingTable<ModelKey>>> = Lazy::new(|| Mutex::new(TimingTable::new()));
 
+/// Per-(kernel, device) judgement of whether slicing at the target pays (rule 8).
+static EFFICIENCY: Lazy<Mutex<std::collections::HashMap<ModelKey, SliceEfficiency>>> =
+    Lazy::new(Default::default);
+
+fn efficiency(
+) -> std::sync::MutexGuard<'static, std::collections::HashMap<ModelKey, SliceEfficiency>> {
+    EFFICIENCY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 pub(super) fn model(key: &ModelKey) -> TimingModel {
     MODELS.lock().unwrap_or_else(|e| e.into_inner()).get(key)
 }
@@ -102,6 +113,7 @@ pub(super) fn model(key: &ModelKey) -> TimingModel {
 /// the vendor may hand the same handle to a new, different kernel.
 pub fn forget_kernel(h: usize) {
     super::profiles::forget_kernel(h);
+    efficiency().retain(|k, _| k.0 != h);
     MODELS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -124,6 +136,12 @@ struct InFlight {
     key: Option<ModelKey>,
     /// The geometry's row profile, the rows the piece covers and the range's rows.
     rows: Option<(ProfileKey, u64, u64, u64)>,
+    /// The device's activity at submission, to tell the piece's own device time from
+    /// its host-observed time (`Client::share_since`).
+    mark: Option<softpreempt_sched::ActivityMark>,
+    /// Cut at the slice target while a higher priority was active (`Some(true)`), or a
+    /// long piece (the piece length, or the whole launch): what `SliceEfficiency` weighs.
+    at_target: Option<bool>,
 }
 
 struct Submitter {
@@ -282,6 +300,16 @@ impl Submitter {
             self.launch_ns = 0;
             self.launch_max_ns = 0;
         }
+        // A piece that shared the device (another process's kernels, a peer's pieces) took
+        // longer than its own work: learned as it was observed, the kernel looks dearer
+        // and the slices get ever smaller (3 low-priority processes on an H100 fell to
+        // one-wave slices and 17% of their bare throughput). The model and the row
+        // profile learn its time divided by the number of clients that shared the device.
+        let share = match (p.mark.as_ref(), self.m.client.as_ref()) {
+            (Some(mark), Some(c)) => c.share_since(mark),
+            _ => 1.0,
+        };
+        let own = (took as f64 / share) as u64;
         if let Some(key) = p.key {
             let waves = softpreempt_sched::waves(p.work_groups, p.wave_wgs);
             // The model learns in the rows' weight: a profile-sized piece of an uneven
@@ -293,22 +321,34 @@ impl Submitter {
                 .unwrap_or(1.0);
             if let Some((pk, first, n, rows)) = p.rows {
                 // The fixed cost of a launch is no row's: the rest is spread over the rows.
-                let overhead = model(&key)
-                    .fit()
-                    .map_or(0.0, |f| f.0)
-                    .min(took as f64 / 2.0);
-                profiles::observe(pk, rows, first, n, took as f64 - overhead);
+                let overhead = model(&key).fit().map_or(0.0, |f| f.0).min(own as f64 / 2.0);
+                profiles::observe(pk, rows, first, n, own as f64 - overhead);
             }
             MODELS
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .observe_units(key, waves as f64 * weight, took);
+                .observe_units(key, waves as f64 * weight, own);
             if waves > 0 {
-                self.recent = Some((key, took as f64 / waves as f64));
+                self.recent = Some((key, own as f64 / waves as f64));
+            }
+            // Only pieces that had the device to themselves are weighed: sliced pieces
+            // run while a higher priority is active, long ones mostly while none is, and
+            // sharing estimated from the arbiter would bias the comparison towards
+            // longer slices (it doubled a uniform kernel's target under bursts on an
+            // H100).
+            if let Some(at_target) = p.at_target.filter(|_| share == 1.0) {
+                let max_scale = (self.m.piece_ns() / self.m.target_ns.max(1)).max(1);
+                efficiency().entry(key).or_default().observe(
+                    at_target,
+                    p.work_groups,
+                    own,
+                    max_scale,
+                );
             }
         }
         if let (Some(t), Some(c)) = (p.token, self.m.client.as_ref()) {
-            c.complete_token(t, took);
+            // Its own device time: what the round robin charges it.
+            c.complete_token(t, own);
         }
         release_event(self.vt(), p.event);
     }
@@ -542,8 +582,18 @@ impl Submitter {
         let tracing = crate::trace::enabled();
         loop {
             // Decided per piece: a higher priority may have come or gone since the last one
-            // (the slice target while one is active, else the longer piece length).
+            // (the slice target while one is active, else the longer piece length). A
+            // kernel whose slices at the target waste the device gets a longer target.
             let target = self.m.slice_target();
+            let at_target = target == Some(self.m.target_ns);
+            let target = target.map(|t| {
+                if at_target {
+                    let scale = efficiency().get(&l.key).map_or(1, |e| e.scale());
+                    (t * scale).min(self.m.piece_ns().max(t))
+                } else {
+                    t
+                }
+            });
             let piece = match (planner.as_mut().zip(target), pkey.as_ref()) {
                 (Some((p, target)), Some(pk)) => {
                     let m = model(&l.key);
@@ -645,6 +695,13 @@ impl Submitter {
                 pred_ns: pred,
                 key,
                 rows: covered.map(|k| (k, first_row, rows, all_rows)),
+                mark: self.m.client.as_ref().map(|c| c.activity_mark()),
+                // The rest of a launch after its slices may be any size: not weighed.
+                at_target: if sliced {
+                    Some(at_target)
+                } else {
+                    (!started).then_some(false)
+                },
             });
             if finished {
                 return Ok(());

@@ -1,0 +1,114 @@
+//! CPU devices: the operating system is the device's scheduler.
+//!
+//! A CPU device (PoCL's `pthread` device) runs kernels on worker threads of the
+//! application's own process, and the kernel's CPU scheduler already preempts threads at
+//! microsecond granularity. Slicing a low-priority launch there only adds the vendor's
+//! per-command cost (about 25 µs a command with PoCL on 2 cores, measured bare) while the
+//! high-priority kernel still shares the cores with the slice that runs. Putting the
+//! low-priority process's device threads in the `SCHED_IDLE` class instead lets any
+//! ordinary thread (the high-priority process's device threads among them) take a core
+//! from them at once, and lets them use every cycle nobody else wants: rule 8's "slice
+//! only where a slice ends sooner than the vendor's own hand-over", with the hand-over
+//! now a thread wake-up.
+//!
+//! The device threads are the threads the vendor starts while it enumerates its devices
+//! (PoCL starts its workers then), found by listing `/proc/self/task` around that call.
+//! Vendors that start their threads later (none is known to the project) keep slicing.
+//! Lowering a thread's class needs no privilege; raising it back needs `CAP_SYS_NICE` (or
+//! a permissive `RLIMIT_NICE`), so it is done only where a queue of higher priority
+//! appears in the same process, and when that fails the threads stay idle-class and that
+//! queue is warned about once.
+
+use std::collections::BTreeSet;
+
+/// Thread ids of this process.
+fn threads() -> BTreeSet<i32> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Runs `f` and returns, with its result, the threads of this process that appeared
+/// meanwhile and are still alive.
+pub fn spawned_during<R>(f: impl FnOnce() -> R) -> (R, Vec<i32>) {
+    let before = threads();
+    let r = f();
+    let new = threads().difference(&before).copied().collect();
+    (r, new)
+}
+
+/// Sets scheduling `policy` (priority 0) on each of `tids` that is still a thread of this
+/// process. Returns how many were set, or the first error.
+fn set_policy(tids: &[i32], policy: libc::c_int) -> std::io::Result<usize> {
+    let alive = threads();
+    let param = libc::sched_param { sched_priority: 0 };
+    let mut n = 0;
+    for &t in tids.iter().filter(|t| alive.contains(t)) {
+        // SAFETY: a plain system call on a thread id of this process, with a valid
+        // sched_param; a thread that exited meanwhile gives ESRCH, which we skip.
+        let rc = unsafe { libc::sched_setscheduler(t, policy, &param) };
+        if rc == 0 {
+            n += 1;
+        } else {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::ESRCH) {
+                return Err(e);
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// Puts `tids` in the idle scheduling class.
+pub fn idle_class(tids: &[i32]) -> std::io::Result<usize> {
+    set_policy(tids, libc::SCHED_IDLE)
+}
+
+/// Puts `tids` back in the ordinary class (needs privilege once they are idle-class).
+pub fn normal_class(tids: &[i32]) -> std::io::Result<usize> {
+    set_policy(tids, libc::SCHED_OTHER)
+}
+
+/// Scheduling policy of thread `tid` (for tests and status).
+pub fn policy_of(tid: i32) -> Option<libc::c_int> {
+    // SAFETY: a plain query system call.
+    let p = unsafe { libc::sched_getscheduler(tid) };
+    (p >= 0).then_some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_threads_started_meanwhile_and_lowers_their_class() {
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let (handle, tids) = spawned_during(|| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let h = std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                tx.send(unsafe { libc::gettid() }).unwrap();
+                let _ = stop_rx.recv();
+            });
+            (h, rx.recv().unwrap())
+        });
+        let (h, tid) = handle;
+        assert_eq!(tids, vec![tid]);
+        assert_eq!(policy_of(tid), Some(libc::SCHED_OTHER));
+        assert_eq!(idle_class(&tids).unwrap(), 1);
+        assert_eq!(policy_of(tid), Some(libc::SCHED_IDLE));
+        // Back to normal: allowed to root (tests here run as root), refused otherwise.
+        match normal_class(&tids) {
+            Ok(1) => assert_eq!(policy_of(tid), Some(libc::SCHED_OTHER)),
+            Ok(n) => panic!("{n} threads restored"),
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::EPERM)),
+        }
+        stop_tx.send(()).unwrap();
+        h.join().unwrap();
+        // A thread that is gone is skipped, not an error.
+        assert_eq!(idle_class(&tids).unwrap(), 0);
+    }
+}
