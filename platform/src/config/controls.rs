@@ -272,7 +272,8 @@ controls! {
         /// Target duration of one slice, in microseconds; it also bounds the
         /// predicted device time a queue keeps queued behind its running slice.
         /// Shorter slices let a higher-priority process take over sooner but add
-        /// launch overhead. Unset: 250 on a GPU, 1000 on other devices (PoCL
+        /// launch overhead. Unset: 250, and 1000 for a `low` queue on a CPU
+        /// device whose threads run in the idle class (`cpu_idle_class`; PoCL
         /// costs about 25 µs a command), chosen by the measurements in
         /// docs/benchmarks.md.
         target_slice_us: Option<u64> = None,
@@ -320,9 +321,13 @@ controls! {
         /// entirely. `0.0` is strict priority.
         min_share: f64 = 0.0, expect "a number between 0.0 and 0.5",
             valid |v| in_range(v, 0.0, 0.5);
-        /// How long, in microseconds, a high-priority client keeps its claim on
-        /// the device after its last command completes, so that lower-priority
-        /// work does not slip in between the commands of a burst.
+        /// The longest time, in microseconds, a client keeps its claim on the
+        /// device after its last command completes, so that lower-priority work
+        /// does not slip in between the commands of a burst. Each queue learns
+        /// its own linger from its idle gaps, at most this: the gaps inside its
+        /// bursts are covered, the long ones between requests are not (holding
+        /// lower priorities off an idle device then gains nothing). `0`: never
+        /// linger.
         hp_linger_us: u64 = 2000, expect "an integer between 0 and 1000000",
             valid |v| in_range(v, 0, 1_000_000);
         /// Longest single wait on the arbiter, in milliseconds. After it a

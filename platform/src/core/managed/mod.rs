@@ -92,7 +92,9 @@ pub struct Managed {
     client: Option<Client>,
     pub priority: Priority,
     mode: SliceMode,
-    target_ns: u64,
+    /// `sched.target_slice_us` in ns, when configured (see [`Managed::target_ns`]).
+    target_cfg_ns: Option<u64>,
+    gpu: bool,
     /// `sched.piece_us` in ns: the piece length while no higher priority is active.
     piece_ns: u64,
     max_inflight: usize,
@@ -166,18 +168,19 @@ impl Watch {
 
 use softpreempt_sched::monotonic_ns;
 
-/// `sched.target_slice_us` when unset, on a GPU. On an H100 (docs/benchmarks.md) 250 µs
-/// slices keep a bursty HP's p99 within 1.2x of alone against 2x at 1000 µs, at the same
-/// LP throughput.
-pub const DEFAULT_TARGET_GPU_US: u64 = 250;
-/// `sched.target_slice_us` when unset, on other devices. PoCL costs about 25 µs a command
+/// `sched.target_slice_us` when unset. On an H100 (docs/benchmarks.md) 250 µs slices keep
+/// a bursty HP's p99 within 1.2x of alone against 2x at 1000 µs, at the same LP
+/// throughput.
+pub const DEFAULT_TARGET_US: u64 = 250;
+/// `sched.target_slice_us` when unset, for a low queue on a CPU device whose threads its
+/// process runs in the idle class (`core::os_priority`). PoCL costs about 25 µs a command
 /// on 2 cores (measured bare), so 250 µs slices cost a low-priority process 9-12% of its
-/// throughput; with its device threads in the idle class (`core::os_priority`) the slice
-/// that runs when a higher priority arrives hardly delays it, and 1000 µs slices gave an
-/// HP p99 of 0.99x alone (single 0.45 ms kernel) and 1.22x (bursts of 5 x 0.5 ms) with
-/// the LP at 0.99 and 0.92 of its bare co-run throughput, against 1.17x / 1.15x and 0.89 /
-/// 0.84 at 250 µs (docs/benchmarks.md).
-pub const DEFAULT_TARGET_OTHER_US: u64 = 1_000;
+/// throughput; with its threads in the idle class the slice that runs when a higher
+/// priority arrives hardly delays it, and 1000 µs slices gave an HP p99 of 0.99x alone
+/// (single 0.45 ms kernel) and 1.22x (bursts of 5 x 0.5 ms) with the LP at 0.99 and 0.92
+/// of its bare co-run throughput, against 1.17x / 1.15x and 0.89 / 0.84 at 250 µs
+/// (docs/benchmarks.md).
+pub const DEFAULT_TARGET_IDLE_CLASS_US: u64 = 1_000;
 
 /// `sched.piece_us` when unset, on a GPU: about NVIDIA's own hand-over between processes,
 /// so an arriving higher priority waits no longer than on the bare driver.
@@ -243,18 +246,14 @@ impl Managed {
             .as_ref()
             .map_or(2, |a| a.policy().max_inflight as usize);
         let gpu = launch::is_gpu(&device.inner);
-        let target_ns = cfg
-            .sched
-            .target_slice_us
-            .unwrap_or(if gpu {
-                DEFAULT_TARGET_GPU_US
-            } else {
-                DEFAULT_TARGET_OTHER_US
-            })
-            .saturating_mul(1000);
+        let target_cfg_ns = cfg.sched.target_slice_us.map(|t| t.saturating_mul(1000));
         // What a quick return is worth to this queue, for its learned linger: about what
         // its next command would wait for a lower queue's running and queued pieces.
-        let worth = std::time::Duration::from_nanos(target_ns.saturating_mul(2));
+        let worth = std::time::Duration::from_nanos(
+            target_cfg_ns
+                .unwrap_or(DEFAULT_TARGET_US * 1000)
+                .saturating_mul(2),
+        );
         let (os_platform, workers_held) = os_priority_for(device, priority, arbiter.is_some(), cfg);
         let client = arbiter.and_then(|a| {
             a.register(arbiter::client_info(priority, label).with_linger_worth(worth))
@@ -274,7 +273,8 @@ impl Managed {
             client,
             priority,
             mode: cfg.sched.slice,
-            target_ns,
+            target_cfg_ns,
+            gpu,
             piece_ns: cfg
                 .sched
                 .piece_us
@@ -313,6 +313,23 @@ impl Managed {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The slice target in ns: `sched.target_slice_us`, else 250 µs, or 1000 µs on a CPU
+    /// device whose threads this (low) queue's process runs in the idle class (see
+    /// `DEFAULT_TARGET_IDLE_CLASS_US`; where they could not be found, as when the application
+    /// enumerated the bare vendor's devices first, short slices are what keeps a higher
+    /// priority's latency down).
+    pub fn target_ns(&self) -> u64 {
+        if let Some(t) = self.target_cfg_ns {
+            return t;
+        }
+        let idle = self.os_platform.is_some_and(|p| p.get().workers_idle());
+        if self.gpu || !idle {
+            DEFAULT_TARGET_US * 1000
+        } else {
+            DEFAULT_TARGET_IDLE_CLASS_US * 1000
+        }
+    }
+
     /// Whether a new command must go through the FIFO (rather than straight to the
     /// vendor): earlier commands are still in software, slicing is forced, or a higher
     /// priority is registered on the device (then every kernel piece needs a grant).
@@ -346,6 +363,12 @@ impl Managed {
         self.mode == SliceMode::Contended && self.client.is_some()
     }
 
+    /// Whether slicing is `contended` (the default): only then is a kernel's slice target
+    /// adapted to what slicing costs it.
+    pub fn contended_mode(&self) -> bool {
+        self.mode == SliceMode::Contended
+    }
+
     /// The longest piece while no higher priority is active, ns (`sched.piece_us`).
     pub fn piece_ns(&self) -> u64 {
         self.piece_ns
@@ -357,12 +380,12 @@ impl Managed {
     pub fn slice_target(&self) -> Option<u64> {
         match (self.mode, self.client.as_ref()) {
             (SliceMode::Never, _) | (_, None) => None,
-            (SliceMode::Always, Some(_)) => Some(self.target_ns),
+            (SliceMode::Always, Some(_)) => Some(self.target_ns()),
             (SliceMode::Contended, Some(c)) => Some(
                 if self.higher_registered(c) && c.higher_priority_active(ACTIVE_WINDOW) {
-                    self.target_ns
+                    self.target_ns()
                 } else {
-                    self.piece_ns.max(self.target_ns)
+                    self.piece_ns.max(self.target_ns())
                 },
             ),
         }
@@ -545,7 +568,7 @@ impl Managed {
         if self.mode == SliceMode::Always || self.has_pending() || c.should_yield() {
             return false;
         }
-        let budget = self.target_ns;
+        let budget = self.target_ns();
         self.direct_ns
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
                 (v.saturating_add(pred_ns) <= budget).then_some(v + pred_ns)

@@ -337,7 +337,7 @@ impl Submitter {
             // longer slices (it doubled a uniform kernel's target under bursts on an
             // H100).
             if let Some(at_target) = p.at_target.filter(|_| share == 1.0) {
-                let max_scale = (self.m.piece_ns() / self.m.target_ns.max(1)).max(1);
+                let max_scale = (self.m.piece_ns() / self.m.target_ns().max(1)).max(1);
                 efficiency().entry(key).or_default().observe(
                     at_target,
                     p.work_groups,
@@ -563,9 +563,9 @@ impl Submitter {
         let pkey = planner.as_ref().map(|p| ProfileKey::new(l.key, p.range()));
         // Rule 8: a wave longer than the driver's own hand-over is better left to the
         // driver, while a higher priority is active (slicing at the target is decided).
-        if l.gpu && planner.is_some() && self.m.slice_target() == Some(self.m.target_ns) {
+        if l.gpu && planner.is_some() && self.m.slice_target() == Some(self.m.target_ns()) {
             let wave_ns = model(&l.key).predict(1).unwrap_or(0);
-            if wave_ns > GPU_HANDOVER_NS.max(self.m.target_ns) {
+            if wave_ns > GPU_HANDOVER_NS.max(self.m.target_ns()) {
                 tracing::debug!(kernel = %l.name, wave_ns, "one wave outlasts the driver's hand-over: not sliced, not held");
                 let ev = self.enqueue_piece(l, whole_offset, &l.global, false, waits)?;
                 if let Some(d) = d {
@@ -585,7 +585,8 @@ impl Submitter {
             // (the slice target while one is active, else the longer piece length). A
             // kernel whose slices at the target waste the device gets a longer target.
             let target = self.m.slice_target();
-            let at_target = target == Some(self.m.target_ns);
+            // `slice = "always"` asks for the target whatever it costs: not adapted.
+            let at_target = target == Some(self.m.target_ns()) && self.m.contended_mode();
             let target = target.map(|t| {
                 if at_target {
                     let scale = efficiency().get(&l.key).map_or(1, |e| e.scale());
@@ -714,7 +715,7 @@ impl Submitter {
     /// A piece covering known rows of a profiled geometry (`rows`: the profile, the first
     /// row and how many) is predicted by their learned cost plus the launch's fixed cost.
     fn predict(&self, l: &Launch, wgs: u64, rows: Option<(&ProfileKey, u64, u64)>) -> u64 {
-        let budget = self.m.target_ns;
+        let budget = self.m.target_ns();
         if wgs == 0 {
             return budget;
         }
@@ -742,7 +743,7 @@ impl Submitter {
             }
             let queued: u64 = self.window.iter().skip(1).map(|p| p.pred_ns).sum::<u64>() + pred;
             let tokens = self.window.iter().filter(|p| p.token.is_some()).count();
-            let full = (n >= 2 && queued > self.m.target_ns)
+            let full = (n >= 2 && queued > self.m.target_ns())
                 || n >= MAX_WINDOW
                 || (tokens >= self.m.max_inflight && !self.may_group(pred));
             if !full {
@@ -760,7 +761,7 @@ impl Submitter {
             return false;
         };
         self.window.iter().any(|p| p.token.is_some())
-            && self.group_ns.saturating_add(pred) <= self.m.target_ns
+            && self.group_ns.saturating_add(pred) <= self.m.target_ns()
             && !c.should_yield()
     }
 

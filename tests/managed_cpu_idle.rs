@@ -1,0 +1,144 @@
+//! Issue 12, CPU devices: a process whose queue on a CPU device (PoCL) is `low` moves the
+//! vendor's device threads to the idle scheduling class once a higher priority registers
+//! on the device, and not before; a queue above `low` in the same process keeps them in
+//! the ordinary class. Shown through the threads' scheduling policy, never through
+//! timing. The higher priority is a real second process (this binary in a child role).
+
+mod common;
+mod managed_common;
+
+use common::{ok, Env};
+use managed_common as mc;
+use opencl_sys::*;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::Duration;
+
+const ROLE: &str = "SP_CPU_IDLE_ROLE";
+const STOP: &str = "SP_CPU_IDLE_STOP";
+
+/// `SCHED_IDLE` in `sched_getscheduler`'s numbering (Linux).
+const SCHED_IDLE: u32 = 5;
+
+/// This process's threads in the idle scheduling class (field 41 of
+/// `/proc/self/task/*/stat`, read after the command name, which may hold spaces).
+fn idle_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
+        .filter(|s| {
+            let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
+            // Fields from the 3rd on: the policy (41st) is the 39th of them.
+            after
+                .split_whitespace()
+                .nth(38)
+                .and_then(|p| p.parse().ok())
+                == Some(SCHED_IDLE)
+        })
+        .count()
+}
+
+fn fill_kernel(env: &Env) -> cl_kernel {
+    let prog = mc::build(env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    mc::arg(k, 0, env.buffer(1024 * 4));
+    mc::arg(k, 1, 3u32);
+    mc::arg(k, 2, 100u32);
+    k
+}
+
+fn run(q: cl_command_queue, k: cl_kernel) {
+    ok(mc::enqueue(q, k, None, &[1024], Some(&[64]), &[], None));
+    mc::finish(q);
+}
+
+fn spawn_high(stop: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
+        .env(ROLE, "high")
+        .env(STOP, stop)
+        .spawn()
+        .unwrap()
+}
+
+/// Not a test on its own: the high-priority child (does nothing without the role). It
+/// registers a high queue on the device, runs one launch, and waits for the stop file.
+#[test]
+fn child_role() {
+    if std::env::var(ROLE).is_err() {
+        return;
+    }
+    // The parent's configuration and arbiter directory, inherited through the environment.
+    common::setup();
+    let env = Env::sp();
+    let q = mc::priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
+    run(q, fill_kernel(&env));
+    let stop = std::env::var_os(STOP).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !Path::new(&stop).exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: the queue this child owns.
+    ok(unsafe { clReleaseCommandQueue(q) });
+}
+
+#[test]
+fn a_low_queue_idles_the_cpu_device_threads_once_a_higher_priority_registers() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let dir = mc::init("");
+    let _g = mc::serial();
+    let mut env = Env::sp();
+    if mc::is_gpu(&env) {
+        return; // a GPU's kernels run on no thread of ours
+    }
+    // Its default queue is `normal`, which would keep the threads ordinary (below).
+    env.close_queue();
+    let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
+    let k = fill_kernel(&env);
+    run(low, k);
+    assert_eq!(idle_threads(), 0, "alone, the device threads stay ordinary");
+
+    let stop = dir.join("cpu-idle-stop");
+    let _ = std::fs::remove_file(&stop);
+    let mut high = spawn_high(&stop);
+    mc::eventually("the high child registers", Duration::from_secs(30), || {
+        mc::all_clients(dir)
+            .iter()
+            .any(|c| c.priority.map(|p| p.to_string()).as_deref() == Some("high"))
+    });
+    // The low queue's next command sees the higher priority.
+    run(low, k);
+    let idle = idle_threads();
+    std::fs::write(&stop, b"").unwrap();
+    assert!(high.wait().unwrap().success(), "high-priority child failed");
+    assert!(
+        idle > 0,
+        "no device thread moved to the idle class\n{}",
+        mc::describe(dir)
+    );
+
+    // A queue above low in this process: its kernels run on the same threads, which go
+    // back to the ordinary class (allowed here: the tests run as root), or stay idle with
+    // one warning where the system refuses.
+    // SAFETY: reading the effective uid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let normal = mc::priority_queue(&env, CL_QUEUE_PRIORITY_MED_KHR);
+        assert_eq!(
+            idle_threads(),
+            0,
+            "a normal queue keeps the device threads ordinary"
+        );
+        // ... and while it lives, the low queue leaves them so.
+        run(low, k);
+        assert_eq!(idle_threads(), 0);
+        // SAFETY: queues the test owns.
+        ok(unsafe { clReleaseCommandQueue(normal) });
+    }
+    // SAFETY: queues the test owns.
+    ok(unsafe { clReleaseCommandQueue(low) });
+}
