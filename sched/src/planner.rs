@@ -717,6 +717,11 @@ impl SliceEfficiency {
         if ratio < Self::MIN_RATIO && self.scale * 2 <= max_scale.max(1) {
             self.scale *= 2;
         }
+        tracing::debug!(
+            ratio,
+            scale = self.scale,
+            "slice efficiency against long pieces"
+        );
         self.sliced = (0.0, 0.0, 0);
     }
 
