@@ -54,7 +54,11 @@ kernel void linked_plain(global uint* o, uint k) {
 const LINKED_KERNELS: &[&str] = &["linked_groups", "linked_plain"];
 
 const OPTIONS: &str = "-DBIAS=3u -cl-kernel-arg-info";
-const GLOBAL: usize = 1 << 14;
+// Long enough on a fast CPU that a 50 µs target always cuts it: the timing model rightly
+// predicts a short launch whole within one slice, and at 1 << 14 items this trivial kernel
+// fitted one on a 2-vCPU EPYC (the "sliced" checks failed in 5 runs of 12; 2 of 12 at
+// 1 << 18; none of 15 at 1 << 20).
+const GLOBAL: usize = 1 << 20;
 const LOCAL: usize = 64;
 
 fn setup() -> (&'static Path, std::sync::MutexGuard<'static, ()>) {

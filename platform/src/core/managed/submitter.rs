@@ -538,6 +538,7 @@ impl Submitter {
         // queue, sets the event, or until another queue's submitter, perhaps waiting for
         // the grant we hold, submits it. It goes whole, holding nothing.
         if pending {
+            tracing::debug!(kernel = %l.name, "launch not ready: sent whole, holding nothing");
             let ev = self.enqueue_piece(l, whole_offset, &l.global, false, waits)?;
             self.m.note_unready(ev);
             if let Some(d) = d {
