@@ -72,8 +72,9 @@ pub fn normal_class(tids: &[i32]) -> std::io::Result<usize> {
     set_policy(tids, libc::SCHED_OTHER)
 }
 
-/// Scheduling policy of thread `tid` (for tests and status).
-pub fn policy_of(tid: i32) -> Option<libc::c_int> {
+/// Scheduling policy of thread `tid`.
+#[cfg(test)]
+fn policy_of(tid: i32) -> Option<libc::c_int> {
     // SAFETY: a plain query system call.
     let p = unsafe { libc::sched_getscheduler(tid) };
     (p >= 0).then_some(p)
