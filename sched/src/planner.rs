@@ -662,72 +662,291 @@ mod tests {
 
 /// Whether slicing at the target pays for one kernel (rule 8), learned from its pieces.
 ///
-/// A slice ends when its slowest work-group does. For uniform kernels that costs a few
-/// per cent, but where work-groups differ widely (a Mandelbrot image, sparse work) a
-/// slice of a few waves waits on its few dear groups while the rest of the device idles:
-/// on an H100 the benchmark's uneven LP kept 35% of its bare throughput when cut at
-/// 250 µs, against 98% for a uniform one. So each kernel compares the work it gets done
-/// per unit of its own device time in pieces cut at the slice target with that in longer
-/// pieces (the piece length, or whole launches), and while the sliced rate falls short of
-/// [`SliceEfficiency::MIN_RATIO`] of the long one it doubles its own slice target, up to
-/// the piece length. The higher priority then waits longer behind that kernel's slices,
-/// never longer than behind a piece.
+/// A slice costs more than its share of the work: its last wave waits on its slowest
+/// work-group while the rest of the device idles (an uneven kernel's few dear groups: on an
+/// H100 the Mandelbrot LP kept 35% of its bare throughput at 250 µs), and every piece pays
+/// the driver's per-command cost and a cold start (a memory-bound LP on PoCL paid about
+/// 116 µs a slice: 0.83 of its alone throughput at 1 ms slices, 0.94 at 8 ms). Neither is
+/// visible from outside, and long pieces are no reference: they run before the higher
+/// priority is active, often next to its start-up (compiling on the same CPU), so they
+/// look slow and made dear slices look cheap (the memory LP's slices rated 1.1-1.2 times
+/// its long pieces).
+///
+/// Two rules, then. Where slices are plainly wasteful, as the Mandelbrot's, the kernel
+/// learns it at once: while its sliced rate over [`SliceEfficiency::QUICK_PIECES`] pieces
+/// is under [`SliceEfficiency::MIN_RATIO`] of its long pieces' (the piece length, or whole
+/// launches), its target doubles. A contaminated reference only errs towards keeping short
+/// slices, which the second rule corrects.
+///
+/// And each kernel tries its neighbours under the same conditions: it measures the work
+/// done per ns of its own time over a window at its current scale of the target, then
+/// over a window at twice (or half) the scale, and keeps the longer slices only if they do
+/// at least [`SliceEfficiency::GAIN`] more work per ns: the HP's wait grows with the slice,
+/// so a longer slice has to buy real throughput. Trials that change nothing come ever
+/// more rarely (up to one window in [`SliceEfficiency::MAX_BACKOFF`]), so the HP seldom
+/// meets a trial's longer slices.
 #[derive(Clone, Debug)]
 pub struct SliceEfficiency {
+    /// The settled scale (a power of two, at least 1).
+    scale: u64,
+    /// The scale on trial, if any.
+    trial: Option<u64>,
+    /// The window being filled, at `trial` or else at `scale`.
+    window: RateWindow,
+    /// The last full window at `scale`.
+    base: Option<RateWindow>,
+    /// Full windows at `scale` to measure before the next trial.
+    countdown: u32,
+    /// Windows between trials: doubles after each trial that keeps the scale.
+    backoff: u32,
+    /// Whether the next trial tries a longer slice.
+    up_next: bool,
     /// Decayed work-groups and ns of long pieces.
     long: (f64, f64),
-    /// Work-groups, ns and pieces cut at the target since the scale last changed.
-    sliced: (f64, f64, u32),
-    scale: u64,
+    /// Pieces at the settled scale since it last changed, for the quick rule.
+    quick: RateWindow,
+    /// Launches left to send whole (see [`SliceEfficiency::skip_slicing`]).
+    futile: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct RateWindow {
+    work_groups: f64,
+    ns: f64,
+    pieces: u32,
+}
+
+impl RateWindow {
+    fn full(&self) -> bool {
+        self.ns >= SliceEfficiency::WINDOW_NS as f64 && self.pieces >= SliceEfficiency::MIN_PIECES
+    }
+
+    fn add(&mut self, work_groups: u64, ns: u64) {
+        self.work_groups += work_groups as f64;
+        self.ns += ns as f64;
+        self.pieces += 1;
+    }
+
+    fn rate(&self) -> f64 {
+        self.work_groups / self.ns
+    }
+
+    fn piece_work_groups(&self) -> f64 {
+        self.work_groups / f64::from(self.pieces.max(1))
+    }
 }
 
 impl Default for SliceEfficiency {
     fn default() -> Self {
         SliceEfficiency {
-            long: (0.0, 0.0),
-            sliced: (0.0, 0.0, 0),
             scale: 1,
+            trial: None,
+            window: RateWindow::default(),
+            base: None,
+            countdown: 0,
+            backoff: 1,
+            up_next: true,
+            long: (0.0, 0.0),
+            quick: RateWindow::default(),
+            futile: 0,
         }
     }
 }
 
 impl SliceEfficiency {
-    /// The sliced rate below this share of the long one doubles the slice target.
+    /// How much more work per ns a slice twice as long must do to be kept: 2%, about the
+    /// noise of a window on a shared 2-core machine; rule 8 lets the LP lose no more.
+    pub const GAIN: f64 = 0.02;
+    /// A window's own device time (ns): long enough to hold about a dozen of the HP's
+    /// requests (one every 20 ms), so that both windows of a comparison meet about as many.
+    pub const WINDOW_NS: u64 = 250_000_000;
+    /// A window's fewest pieces.
+    pub const MIN_PIECES: u32 = 16;
+    /// Most windows at the settled scale between two trials.
+    pub const MAX_BACKOFF: u32 = 32;
+    /// The quick rule: a sliced rate under this share of the long pieces' doubles the
+    /// target.
     pub const MIN_RATIO: f64 = 0.85;
-    /// Pieces cut at the target that are weighed before the scale changes.
-    pub const WINDOW: u32 = 64;
+    /// The quick rule's pieces at a scale.
+    pub const QUICK_PIECES: u32 = 64;
+    /// Launches sent whole once slicing was found not to pay, before it is tried again.
+    pub const FUTILE_LAUNCHES: u32 = 128;
 
-    /// One retired piece: `at_target` if it was cut at the slice target (times the
-    /// scale), else a long one; its work-groups and its own device time.
-    pub fn observe(&mut self, at_target: bool, work_groups: u64, own_ns: u64, max_scale: u64) {
+    /// One retired long piece (the piece length, or a whole launch): the quick rule's
+    /// reference. Decayed, so a change of the kernel's inputs is followed.
+    pub fn observe_long(&mut self, work_groups: u64, own_ns: u64) {
         if work_groups == 0 || own_ns == 0 {
             return;
         }
-        let (w, t) = (work_groups as f64, own_ns as f64);
-        if !at_target {
-            // Decayed, so a change of the kernel's inputs is followed.
-            self.long = (self.long.0 * 0.9 + w, self.long.1 * 0.9 + t);
-            return;
-        }
-        self.sliced = (self.sliced.0 + w, self.sliced.1 + t, self.sliced.2 + 1);
-        if self.sliced.2 < Self::WINDOW || self.long.1 <= 0.0 {
-            return;
-        }
-        let ratio = (self.sliced.0 / self.sliced.1) / (self.long.0 / self.long.1);
-        if ratio < Self::MIN_RATIO && self.scale * 2 <= max_scale.max(1) {
-            self.scale *= 2;
-        }
-        tracing::debug!(
-            ratio,
-            scale = self.scale,
-            "slice efficiency against long pieces"
+        self.long = (
+            self.long.0 * 0.9 + work_groups as f64,
+            self.long.1 * 0.9 + own_ns as f64,
         );
-        self.sliced = (0.0, 0.0, 0);
     }
 
-    /// The factor on the slice target for this kernel (a power of two, at least 1).
+    /// Moves to `scale` for good, measuring it afresh.
+    fn settle(&mut self, scale: u64) {
+        self.scale = scale;
+        self.trial = None;
+        self.window = RateWindow::default();
+        self.quick = RateWindow::default();
+        self.base = None;
+        self.countdown = 0;
+    }
+
+    /// One retired piece cut at `scale` times the slice target, with its work-groups and
+    /// its own device time; `max_scale` is the most the target may grow (to the piece
+    /// length). Pieces planned at another scale than the one measured are ignored.
+    ///
+    /// `max_futile`: slices as long as a piece give the higher priority nothing the
+    /// driver would not (on a GPU the piece length is about the driver's own hand-over
+    /// between processes), so a kernel that settles there is sent whole and unheld
+    /// instead, for [`SliceEfficiency::FUTILE_LAUNCHES`] launches at a time (on an H100
+    /// the Mandelbrot LP settled there and kept 0.82 of its bare throughput with the
+    /// bare HP p99).
+    pub fn observe(
+        &mut self,
+        scale: u64,
+        work_groups: u64,
+        own_ns: u64,
+        max_scale: u64,
+        max_futile: bool,
+    ) {
+        let max_scale = max_scale.max(1);
+        if self.observe_at(scale, work_groups, own_ns, max_scale)
+            && max_futile
+            && self.trial.is_none()
+            && self.scale * 2 > max_scale
+            && self.futile == 0
+        {
+            tracing::debug!(
+                scale = self.scale,
+                "slice efficiency: settled at the piece length, no better than the driver"
+            );
+            self.futile = Self::FUTILE_LAUNCHES;
+        }
+    }
+
+    /// [`SliceEfficiency::observe`] without the piece-length rule: whether a decision
+    /// (a move, or a trial that kept the scale) was taken.
+    fn observe_at(&mut self, scale: u64, work_groups: u64, own_ns: u64, max_scale: u64) -> bool {
+        if work_groups == 0 || own_ns == 0 || scale != self.scale() {
+            return false;
+        }
+        if self.trial.is_none() && self.quick.pieces < Self::QUICK_PIECES {
+            self.quick.add(work_groups, own_ns);
+            if self.quick.pieces == Self::QUICK_PIECES
+                && self.long.1 <= 0.0
+                && self.scale * 2 > max_scale
+            {
+                // As long as a piece, and no long piece was ever seen (a higher priority
+                // was active from the start): one launch goes whole, for the reference.
+                self.futile = 1;
+                self.quick = RateWindow::default();
+                return false;
+            }
+            if self.quick.pieces == Self::QUICK_PIECES && self.long.1 > 0.0 {
+                let ratio = self.quick.rate() / (self.long.0 / self.long.1);
+                if ratio < Self::MIN_RATIO {
+                    if self.scale * 2 <= max_scale {
+                        tracing::debug!(
+                            ratio,
+                            scale = self.scale * 2,
+                            "slice efficiency: slices far slower than long pieces"
+                        );
+                        self.settle(self.scale * 2);
+                        self.backoff = 1;
+                    } else {
+                        // As long as a piece and still wasteful: slicing cannot beat the
+                        // driver's own switching for this kernel.
+                        tracing::debug!(ratio, "slice efficiency: slicing does not pay");
+                        self.futile = Self::FUTILE_LAUNCHES;
+                        self.quick = RateWindow::default();
+                    }
+                    return true;
+                }
+            }
+        }
+        self.window.add(work_groups, own_ns);
+        if !self.window.full() {
+            return false;
+        }
+        let done = std::mem::take(&mut self.window);
+        match self.trial.take() {
+            None => {
+                self.base = Some(done);
+                if self.countdown > 0 {
+                    self.countdown -= 1;
+                    return false;
+                }
+                let up = self.scale * 2 <= max_scale;
+                let down = self.scale > 1;
+                self.trial = match (self.up_next, up, down) {
+                    (true, true, _) | (false, true, false) => Some(self.scale * 2),
+                    (_, _, true) => Some(self.scale / 2),
+                    _ => {
+                        self.countdown = self.backoff;
+                        None
+                    }
+                };
+                false
+            }
+            Some(tried) => {
+                let base = self.base.unwrap_or(done);
+                let up = tried > self.scale;
+                let (long, short) = if up { (done, base) } else { (base, done) };
+                // A target twice as long need not cut longer pieces: not below one wave,
+                // whole waves, rounded (a wave of the GEMM LP on an H100 outlasts 250 µs, so
+                // 250 and 500 µs cut the same one-wave pieces). Then the trial tells nothing
+                // and costs nothing: its scale is taken and, going up, the next one tried
+                // at once.
+                if long.piece_work_groups() < 1.5 * short.piece_work_groups() {
+                    self.settle(tried);
+                    self.base = Some(done);
+                    self.up_next = up;
+                    self.countdown = if up { 0 } else { self.backoff };
+                    return !up;
+                }
+                let longer_pays = long.rate() > short.rate() * (1.0 + Self::GAIN);
+                let moved = up == longer_pays;
+                tracing::debug!(
+                    scale = self.scale,
+                    tried,
+                    ratio = long.rate() / short.rate(),
+                    moved,
+                    "slice efficiency: longer slices against shorter"
+                );
+                if moved {
+                    // Moving on in the same direction soon: the best scale may be further.
+                    self.up_next = up;
+                    self.settle(tried);
+                    self.base = Some(done);
+                    self.backoff = 1;
+                } else {
+                    self.up_next = !up;
+                    self.backoff = (self.backoff * 2).min(Self::MAX_BACKOFF);
+                }
+                self.countdown = self.backoff;
+                true
+            }
+        }
+    }
+
+    /// Whether this kernel's next launch should go whole and unheld, slicing having been
+    /// found not to pay at any scale; counts the launch. After
+    /// [`SliceEfficiency::FUTILE_LAUNCHES`] launches it is tried again.
+    pub fn skip_slicing(&mut self) -> bool {
+        if self.futile == 0 {
+            return false;
+        }
+        self.futile -= 1;
+        true
+    }
+
+    /// The factor on the slice target to plan this kernel's next slice with (a power of
+    /// two, at least 1): the settled scale, or the one on trial.
     pub fn scale(&self) -> u64 {
-        self.scale
+        self.trial.unwrap_or(self.scale)
     }
 }
 
@@ -735,46 +954,164 @@ impl SliceEfficiency {
 mod efficiency_tests {
     use super::SliceEfficiency;
 
-    fn feed(e: &mut SliceEfficiency, at_target: bool, n: u32, wg: u64, ns: u64) {
-        for _ in 0..n {
-            e.observe(at_target, wg, ns, 8);
+    /// A kernel whose slices cost `fixed` ns each beyond 1 ns per work-group, cut at
+    /// `target` ns times the scale: feeds it `windows` windows' worth of pieces.
+    fn run(e: &mut SliceEfficiency, target: u64, fixed: u64, max_scale: u64, windows: u32) {
+        let mut fed = 0;
+        while fed < windows as u64 * SliceEfficiency::WINDOW_NS {
+            let s = e.scale();
+            let piece = target * s;
+            e.observe(s, piece, piece + fixed, max_scale, false);
+            fed += piece;
         }
     }
 
     #[test]
     fn uniform_kernels_keep_the_target() {
         let mut e = SliceEfficiency::default();
-        feed(&mut e, false, 20, 1000, 2_000_000);
-        // 95% of the long rate: slicing pays.
-        feed(&mut e, true, 200, 119, 250_000);
+        // 1% a slice: doubling would gain 0.5%, not worth the HP's wait.
+        run(&mut e, 1_000_000, 10_000, 8, 200);
         assert_eq!(e.scale(), 1);
     }
 
     #[test]
-    fn uneven_kernels_double_until_it_pays_up_to_the_piece() {
+    fn dear_slices_double_until_it_no_longer_pays() {
         let mut e = SliceEfficiency::default();
-        feed(&mut e, false, 20, 1000, 2_000_000);
-        // A third of the long rate at the target.
-        feed(&mut e, true, SliceEfficiency::WINDOW, 40, 250_000);
+        // 116 µs a 1 ms slice (the memory-bound LP on PoCL): 2 ms gains 5.5%, 4 ms 2.8%,
+        // 8 ms only 1.4%.
+        run(&mut e, 1_000_000, 116_000, 8, 400);
+        assert_eq!(e.scale, 4, "{e:?}");
+        // Never past the piece length.
+        let mut e = SliceEfficiency::default();
+        run(&mut e, 250_000, 10_000_000, 8, 400);
+        assert_eq!(e.scale, 8);
+    }
+
+    #[test]
+    fn a_kernel_that_turns_cheap_comes_back_down() {
+        let mut e = SliceEfficiency::default();
+        run(&mut e, 250_000, 1_000_000, 8, 200);
+        assert_eq!(e.scale, 8);
+        run(&mut e, 250_000, 0, 8, 400);
+        assert_eq!(e.scale, 1, "{e:?}");
+    }
+
+    #[test]
+    fn far_slower_slices_double_at_once_against_long_pieces() {
+        let mut e = SliceEfficiency::default();
+        for _ in 0..20 {
+            e.observe_long(1000, 2_000_000);
+        }
+        // A third of the long rate: doubled after the quick rule's pieces, long before a
+        // window is full.
+        for _ in 0..SliceEfficiency::QUICK_PIECES {
+            e.observe(1, 40, 250_000, 8, false);
+        }
         assert_eq!(e.scale(), 2);
-        feed(&mut e, true, SliceEfficiency::WINDOW, 100, 500_000);
+        for _ in 0..SliceEfficiency::QUICK_PIECES {
+            e.observe(2, 100, 500_000, 8, false);
+        }
         assert_eq!(e.scale(), 4);
-        // Good enough at 4x: stays.
-        feed(&mut e, true, 3 * SliceEfficiency::WINDOW, 450, 1_000_000);
+        // Good enough at 4x for the quick rule.
+        for _ in 0..SliceEfficiency::QUICK_PIECES {
+            e.observe(4, 450, 1_000_000, 8, false);
+        }
         assert_eq!(e.scale(), 4);
-        // Never past the piece length (8x the target here).
+        // Slices faster than long pieces that ran beside start-up work: no change.
         let mut e = SliceEfficiency::default();
-        feed(&mut e, false, 20, 1000, 2_000_000);
-        feed(&mut e, true, 10 * SliceEfficiency::WINDOW, 1, 250_000);
-        assert_eq!(e.scale(), 8);
+        e.observe_long(1000, 4_000_000);
+        for _ in 0..SliceEfficiency::QUICK_PIECES {
+            e.observe(1, 100, 250_000, 8, false);
+        }
+        assert_eq!(e.scale(), 1);
     }
 
     #[test]
-    fn nothing_changes_without_long_pieces_to_compare() {
+    fn targets_that_cut_the_same_pieces_are_passed_over() {
+        // One wave takes 350 units and a piece pays 50 more: 250 and 500 both cut one
+        // wave, 1000 two (+6.7% work per ns), 2000 four (+3.4%).
         let mut e = SliceEfficiency::default();
-        feed(&mut e, true, 10 * SliceEfficiency::WINDOW, 1, 250_000);
+        let mut fed = 0;
+        while fed < 400 * SliceEfficiency::WINDOW_NS {
+            let s = e.scale();
+            let waves = (250 * s / 350).max(1);
+            let waves = 1 << waves.ilog2();
+            let wgs = 350 * waves * 1000;
+            e.observe(s, wgs, wgs + 50_000, 8, false);
+            fed += wgs;
+        }
+        assert_eq!(e.scale, 8, "{e:?}");
+    }
+
+    #[test]
+    fn slicing_that_never_pays_stops_for_a_while() {
+        let mut e = SliceEfficiency::default();
+        e.observe_long(1000, 1_000_000);
+        assert!(!e.skip_slicing());
+        for _ in 0..10 * SliceEfficiency::QUICK_PIECES {
+            let s = e.scale();
+            if e.futile > 0 {
+                break;
+            }
+            // Half the long rate at every scale.
+            e.observe(s, 100 * s, 200_000 * s, 8, false);
+        }
+        assert_eq!(e.scale, 8);
+        for _ in 0..SliceEfficiency::FUTILE_LAUNCHES {
+            assert!(e.skip_slicing());
+        }
+        assert!(!e.skip_slicing());
+    }
+
+    #[test]
+    fn without_long_pieces_one_launch_goes_whole_at_the_piece_length() {
+        let mut e = SliceEfficiency::default();
+        for _ in 0..SliceEfficiency::QUICK_PIECES {
+            e.observe(1, 100, 200_000, 1, false);
+        }
+        assert!(e.skip_slicing());
+        assert!(!e.skip_slicing());
+        // Whole launches at twice the sliced rate: slicing stops.
+        e.observe_long(100_000, 100_000_000);
+        for _ in 0..SliceEfficiency::QUICK_PIECES {
+            e.observe(1, 100, 200_000, 1, false);
+        }
+        assert!(e.skip_slicing());
+        assert!(e.futile > 1);
+    }
+
+    #[test]
+    fn settling_at_the_piece_length_on_a_gpu_hands_the_kernel_to_the_driver() {
+        // Every doubling pays 10%: the kernel climbs to the piece length.
+        let mut fed = 0;
+        let mut e = SliceEfficiency::default();
+        while fed < 100 * SliceEfficiency::WINDOW_NS && e.futile == 0 {
+            let s = e.scale();
+            e.observe(s, 1000 * s, 1000 * s + 200_000, 8, true);
+            fed += 1000 * s;
+        }
+        assert_eq!((e.scale, e.futile), (8, SliceEfficiency::FUTILE_LAUNCHES));
+        // Not where the piece length is no such limit (a CPU device).
+        let mut fed = 0;
+        let mut e = SliceEfficiency::default();
+        while fed < 100 * SliceEfficiency::WINDOW_NS {
+            let s = e.scale();
+            e.observe(s, 1000 * s, 1000 * s + 200_000, 8, false);
+            fed += 1000 * s;
+        }
+        // (At most the one whole launch that gives a first long reference.)
+        assert!(e.scale == 8 && e.futile <= 1, "{e:?}");
+    }
+
+    #[test]
+    fn pieces_of_another_scale_and_empty_ones_are_ignored() {
+        let mut e = SliceEfficiency::default();
+        for _ in 0..10_000 {
+            e.observe(4, 1, 1_000_000, 8, false);
+            e.observe(1, 0, 1_000_000, 8, false);
+            e.observe(1, 10, 0, 8, false);
+        }
         assert_eq!(e.scale(), 1);
-        e.observe(true, 0, 0, 8);
-        assert_eq!(e.scale(), 1);
+        assert!(e.trial.is_none() && e.base.is_none());
     }
 }

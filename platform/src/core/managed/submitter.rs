@@ -139,9 +139,22 @@ struct InFlight {
     /// The device's activity at submission, to tell the piece's own device time from
     /// its host-observed time (`Client::share_since`).
     mark: Option<softpreempt_sched::ActivityMark>,
-    /// Cut at the slice target while a higher priority was active (`Some(true)`), or a
-    /// long piece (the piece length, or the whole launch): what `SliceEfficiency` weighs.
-    at_target: Option<bool>,
+    /// What `SliceEfficiency` weighs this piece as: cut at the slice target times a scale
+    /// while a higher priority was active, or a long piece.
+    weigh: Option<Weigh>,
+}
+
+/// How a retired piece teaches `SliceEfficiency`.
+#[derive(Clone, Copy)]
+enum Weigh {
+    /// A long piece: the piece length, or a whole launch.
+    Long,
+    /// A whole launch sent unheld while a higher priority was active, because slicing
+    /// did not pay: its host time, the other process's kernels included, is what the
+    /// driver's own sharing gives, the reference slicing has to beat.
+    Whole,
+    /// Cut at the slice target times this scale while a higher priority was active.
+    AtScale(u64),
 }
 
 struct Submitter {
@@ -336,14 +349,21 @@ impl Submitter {
             // sharing estimated from the arbiter would bias the comparison towards
             // longer slices (it doubled a uniform kernel's target under bursts on an
             // H100).
-            if let Some(at_target) = p.at_target.filter(|_| share == 1.0) {
-                let max_scale = (self.m.piece_ns() / self.m.target_ns().max(1)).max(1);
-                efficiency().entry(key).or_default().observe(
-                    at_target,
-                    p.work_groups,
-                    own,
-                    max_scale,
-                );
+            if let Some(w) = p
+                .weigh
+                .filter(|w| share == 1.0 || matches!(w, Weigh::Whole))
+            {
+                let mut e = efficiency();
+                let e = e.entry(key).or_default();
+                match w {
+                    Weigh::Long => e.observe_long(p.work_groups, own),
+                    Weigh::Whole => e.observe_long(p.work_groups, took),
+                    Weigh::AtScale(scale) => {
+                        let max_scale = (self.m.piece_ns() / self.m.target_ns().max(1)).max(1);
+                        // On a GPU the piece length is about the driver's hand-over.
+                        e.observe(scale, p.work_groups, own, max_scale, self.m.gpu);
+                    }
+                }
             }
         }
         if let (Some(t), Some(c)) = (p.token, self.m.client.as_ref()) {
@@ -564,17 +584,47 @@ impl Submitter {
         let pkey = planner.as_ref().map(|p| ProfileKey::new(l.key, p.range()));
         // Rule 8: a wave longer than the driver's own hand-over is better left to the
         // driver, while a higher priority is active (slicing at the target is decided).
-        if l.gpu && planner.is_some() && self.m.slice_target() == Some(self.m.target_ns()) {
+        // The same where this kernel's slices proved wasteful even as long as a piece
+        // (`SliceEfficiency::skip_slicing`).
+        if planner.is_some() && self.m.slice_target() == Some(self.m.target_ns()) {
             let wave_ns = model(&l.key).predict(1).unwrap_or(0);
-            if wave_ns > GPU_HANDOVER_NS.max(self.m.target_ns()) {
-                tracing::debug!(kernel = %l.name, wave_ns, "one wave outlasts the driver's hand-over: not sliced, not held");
+            let long_wave = l.gpu && wave_ns > GPU_HANDOVER_NS.max(self.m.target_ns());
+            let futile = !long_wave
+                && self.m.contended_mode()
+                && efficiency()
+                    .get_mut(&l.key)
+                    .is_some_and(|e| e.skip_slicing());
+            if long_wave || futile {
+                tracing::debug!(kernel = %l.name, wave_ns, long_wave, "slicing cannot beat the driver: not sliced, not held");
                 let ev = self.enqueue_piece(l, whole_offset, &l.global, false, waits)?;
                 if let Some(d) = d {
                     d.piece(ev);
                     complete_on(d, ev);
                 }
-                release_event(self.vt(), ev);
-                crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0);
+                if long_wave {
+                    release_event(self.vt(), ev);
+                    crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0);
+                } else {
+                    // Retired in order like any piece, holding no grant: its time is the
+                    // long reference that tells when slicing may pay again.
+                    let wgs = planner.as_ref().map_or(0, |p| p.range().total_groups());
+                    let pred = self.predict(l, wgs, None);
+                    self.make_room(pred);
+                    self.window.push_back(InFlight {
+                        kernel: l.name.clone(),
+                        last_of: Some(1),
+                        event: ev,
+                        token: None,
+                        submitted_ns: monotonic_ns(),
+                        work_groups: wgs,
+                        wave_wgs: l.wave_wgs,
+                        pred_ns: pred,
+                        key: (wgs > 0).then_some(l.key),
+                        rows: None,
+                        mark: self.m.client.as_ref().map(|c| c.activity_mark()),
+                        weigh: Some(Weigh::Whole),
+                    });
+                }
                 return Ok(());
             }
         }
@@ -588,13 +638,10 @@ impl Submitter {
             let target = self.m.slice_target();
             // `slice = "always"` asks for the target whatever it costs: not adapted.
             let at_target = target == Some(self.m.target_ns()) && self.m.contended_mode();
-            let target = target.map(|t| {
-                if at_target {
-                    let scale = efficiency().get(&l.key).map_or(1, |e| e.scale());
-                    (t * scale).min(self.m.piece_ns().max(t))
-                } else {
-                    t
-                }
+            let scale = at_target.then(|| efficiency().get(&l.key).map_or(1, |e| e.scale()));
+            let target = target.map(|t| match scale {
+                Some(scale) => (t * scale).min(self.m.piece_ns().max(t)),
+                None => t,
             });
             let piece = match (planner.as_mut().zip(target), pkey.as_ref()) {
                 (Some((p, target)), Some(pk)) => {
@@ -699,10 +746,10 @@ impl Submitter {
                 rows: covered.map(|k| (k, first_row, rows, all_rows)),
                 mark: self.m.client.as_ref().map(|c| c.activity_mark()),
                 // The rest of a launch after its slices may be any size: not weighed.
-                at_target: if sliced {
-                    Some(at_target)
-                } else {
-                    (!started).then_some(false)
+                weigh: match (sliced, scale) {
+                    (true, Some(s)) => Some(Weigh::AtScale(s)),
+                    (true, None) => Some(Weigh::Long),
+                    (false, _) => (!started).then_some(Weigh::Long),
                 },
             });
             if finished {
