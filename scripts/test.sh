@@ -3,7 +3,14 @@
 # ICD loader with PoCL underneath.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --test
+# What setup --test installed is required, not optional, in the tests below: promtool
+# checks the exporter's output; unshare runs arbiter clients in IPC namespaces of their
+# own (required where the system permits namespaces, as root or with user namespaces).
+export SOFTPREEMPT_REQUIRE_PROMTOOL=1
+if unshare --ipc true 2>/dev/null || unshare --user --map-root-user --ipc true 2>/dev/null; then
+  export SOFTPREEMPT_REQUIRE_UNSHARE=1
+fi
 cargo build --workspace --all-targets
 # The preemption benchmark's smoke mode: every mode for about a second on PoCL, plots
 # included, so the harness never rots (it exits non-zero if any mode fails).
@@ -16,6 +23,8 @@ cargo test --bench soak -- --smoke
 SOFTPREEMPT_TEST_PYTHON=$(bash scripts/clients.sh --python)
 export SOFTPREEMPT_TEST_PYTHON SOFTPREEMPT_TEST_REQUIRE_PYOPENCL=1
 cargo test --workspace -- --test-threads=2
+# The cluster manifests against the Kubernetes schemas (kubernetes-validate from PyPI).
+bash scripts/check-deploy.sh
 # Real clients through the loader: pyopencl's own test suite and an OpenCV T-API workload,
 # bare PoCL against SoftPreempt (docs/compatibility.md).
 bash scripts/clients.sh

@@ -10,6 +10,7 @@ mod demo;
 mod install;
 mod locate;
 mod manifest;
+mod metrics;
 mod run;
 mod status;
 mod store;
@@ -41,6 +42,18 @@ const COMMANDS: &[(&str, &str, &str, Handler)] = &[
         status::USAGE,
         "show the processes on each device (like top)",
         status::run,
+    ),
+    (
+        "metrics",
+        metrics::METRICS_USAGE,
+        "print the arbiter's statistics in the Prometheus text format",
+        metrics::metrics,
+    ),
+    (
+        "exporter",
+        metrics::EXPORTER_USAGE,
+        "serve those metrics over HTTP for Prometheus to scrape",
+        metrics::exporter,
     ),
     ("run", run::USAGE, "run a command at a priority", run::run),
     (

@@ -32,13 +32,13 @@ const SPEC: Spec = Spec {
 };
 
 /// One look at the segment directory.
-struct Report {
-    dir: PathBuf,
-    segments: Vec<SegmentSnapshot>,
+pub(crate) struct Report {
+    pub dir: PathBuf,
+    pub segments: Vec<SegmentSnapshot>,
     /// Segments that could not be read, with a one-line reason.
-    errors: Vec<(PathBuf, String)>,
+    pub errors: Vec<(PathBuf, String)>,
     /// Segments of other users, unreadable by design.
-    denied: usize,
+    pub denied: usize,
 }
 
 impl Report {
@@ -47,7 +47,7 @@ impl Report {
     }
 }
 
-fn collect(dir: &Path) -> Result<Report, CliError> {
+pub(crate) fn collect(dir: &Path) -> Result<Report, CliError> {
     let paths = list_segments(dir).or_else(|e| failed(format!("cannot list segments: {e}")))?;
     let mut r = Report {
         dir: dir.to_path_buf(),
@@ -71,7 +71,7 @@ fn collect(dir: &Path) -> Result<Report, CliError> {
 
 /// The state shown: the slot's own, or `dead` when its owner is gone but nobody has
 /// reclaimed the slot yet (the next waiter on the device will).
-fn state(c: &ClientStats) -> &'static str {
+pub(crate) fn state(c: &ClientStats) -> &'static str {
     if c.state != ClientState::Reclaimed && c.lock_held == Some(false) {
         "dead"
     } else {
@@ -79,7 +79,7 @@ fn state(c: &ClientStats) -> &'static str {
     }
 }
 
-fn priority(c: &ClientStats) -> String {
+pub(crate) fn priority(c: &ClientStats) -> String {
     c.priority.map_or_else(|| "?".into(), |p| p.to_string())
 }
 
@@ -225,7 +225,7 @@ fn render(r: &Report, as_json: bool) -> String {
 /// The segment directory: `--dir`, else the configuration's `sched.shm_dir` (which
 /// `SOFTPREEMPT_SHM_DIR` overrides). A broken config is reported and defaults are used,
 /// as the library itself does.
-fn segment_dir(given: Option<&str>) -> PathBuf {
+pub(crate) fn segment_dir(given: Option<&str>) -> PathBuf {
     if let Some(d) = given {
         return PathBuf::from(d);
     }
@@ -300,6 +300,6 @@ pub fn run(args: &[String]) -> Result<(), CliError> {
     }
 }
 
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -1,6 +1,7 @@
 //! `softpreempt status` while real client processes are registered with an arbiter: one
 //! running, one waiting behind it, one idle; then one is killed and shows as dead, and
-//! once reclaimed as reclaimed. Also: unreadable segments and an empty directory.
+//! once reclaimed as reclaimed. Also: unreadable segments and an empty directory; and
+//! `metrics` and `exporter`, checked against `status --json` and by `promtool`.
 
 mod common;
 
@@ -303,4 +304,213 @@ fn empty_and_missing_directories() {
     let o = run(["status", "--dir", "/nonexistent/softpreempt-shm"], &[]);
     let err = one_line_error(&o, 1);
     assert!(err.contains("/nonexistent/softpreempt-shm"), "{err}");
+}
+
+/// The samples of a Prometheus text exposition: `name{labels}` → value.
+fn samples(text: &str) -> std::collections::HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| {
+            let (k, v) = l.rsplit_once(' ').unwrap_or_else(|| panic!("bad line {l}"));
+            (
+                k.to_string(),
+                v.parse().unwrap_or_else(|_| panic!("bad value in {l}")),
+            )
+        })
+        .collect()
+}
+
+/// The one sample of `family` whose labels include `pid="PID"`.
+fn sample_of(s: &std::collections::HashMap<String, f64>, family: &str, pid: u64) -> f64 {
+    let tag = format!("pid=\"{pid}\"");
+    let hits: Vec<f64> = s
+        .iter()
+        .filter(|(k, _)| k.starts_with(&format!("{family}{{")) && k.contains(&tag))
+        .map(|(_, v)| *v)
+        .collect();
+    assert_eq!(hits.len(), 1, "{family} for pid {pid}: {hits:?}");
+    hits[0]
+}
+
+/// `promtool check metrics` on `text`: required where the test command installs
+/// Prometheus (SOFTPREEMPT_REQUIRE_PROMTOOL=1), else run when promtool is there.
+fn promtool_check(text: &str) {
+    use std::io::Write as _;
+    let child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            assert!(
+                std::env::var_os("SOFTPREEMPT_REQUIRE_PROMTOOL").is_none(),
+                "promtool is required here: {e}"
+            );
+            eprintln!("promtool not found ({e}): exposition checked by this test only");
+            return;
+        }
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "promtool check metrics: {}{}\n{text}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Each client's counters in `metrics` lie between two `status --json` looks taken
+/// around it (they only grow), and its gauges and labels equal them.
+fn check_against_status(text: &str, before: &Value, after: &Value, pids: &[u64]) {
+    let s = samples(text);
+    assert_eq!(s["softpreempt_up"], 1.0);
+    assert_eq!(s["softpreempt_segments"], 1.0);
+    assert_eq!(
+        s[&format!("softpreempt_device_clients{{device=\"{DEVICE}\"}}")],
+        pids.len() as f64
+    );
+    for &pid in pids {
+        let (b, a) = (client(before, pid), client(after, pid));
+        for (family, key, scale) in [
+            ("softpreempt_client_grants_total", "grants", 1.0),
+            ("softpreempt_client_slices_total", "slices", 1.0),
+            ("softpreempt_client_yields_total", "yields", 1.0),
+            ("softpreempt_client_wait_seconds_total", "wait_ns", 1e-9),
+            ("softpreempt_client_busy_seconds_total", "busy_ns", 1e-9),
+            ("softpreempt_client_handbacks_total", "handbacks", 1.0),
+            ("softpreempt_client_inflight_slices", "inflight", 1.0),
+        ] {
+            let v = sample_of(&s, family, pid);
+            let lo = b[key].as_f64().unwrap() * scale;
+            let hi = a[key].as_f64().unwrap() * scale;
+            assert!(
+                lo - 1e-12 <= v && v <= hi + 1e-12,
+                "{family} of {pid}: {v} not in [{lo}, {hi}]"
+            );
+        }
+        let info = format!(
+            "softpreempt_client_info{{device=\"{DEVICE}\",slot=\"{}\",pid=\"{pid}\",queue=\"{}\",priority=\"{}\",exe=\"cli-status-test\",state=\"{}\"}}",
+            a["slot"],
+            a["queue"].as_str().unwrap(),
+            a["priority"].as_str().unwrap(),
+            a["state"].as_str().unwrap()
+        );
+        assert_eq!(s.get(&info), Some(&1.0), "{info} not in\n{text}");
+        assert_eq!(
+            sample_of(&s, "softpreempt_client_demand", pid),
+            f64::from(u8::from(a["demand"].as_bool().unwrap()))
+        );
+    }
+}
+
+#[test]
+fn metrics_match_status_and_pass_promtool() {
+    let dir = tempfile::tempdir().unwrap();
+    let hp = Role::start("run", "high", dir.path());
+    let lp = Role::start("wait", "low", dir.path());
+    let idle = Role::start("hold", "normal:2", dir.path());
+    until_state(dir.path(), lp.pid(), "waiting");
+    let before = status_json(dir.path());
+    let o = softpreempt()
+        .args(["metrics", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after = status_json(dir.path());
+    let text = stdout(&o);
+    check_against_status(&text, &before, &after, &[hp.pid(), lp.pid(), idle.pid()]);
+    promtool_check(&text);
+    // Every family is documented.
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/deployment.md"),
+    )
+    .unwrap();
+    for family in text.lines().filter_map(|l| l.strip_prefix("# TYPE ")) {
+        let name = family.split_whitespace().next().unwrap();
+        assert!(
+            doc.contains(&format!("`{name}`")),
+            "{name} is not in docs/deployment.md"
+        );
+    }
+}
+
+/// Sends one HTTP/1.0 request to `addr`; the whole response.
+fn http_get(addr: &str, path: &str) -> String {
+    use std::io::Write as _;
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The status code of an HTTP response (`HTTP/1.x 200 OK` → `200`).
+fn status_code(response: &str) -> &str {
+    response.split_whitespace().nth(1).unwrap_or("")
+}
+
+#[test]
+fn exporter_serves_the_metrics_over_loopback_despite_a_bad_segment() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let hp = Role::start("run", "high", dir.path());
+    let lp = Role::start("wait", "low", dir.path());
+    std::fs::write(dir.path().join("softpreempt-0-garbage"), b"not a segment").unwrap();
+    until_state(dir.path(), lp.pid(), "waiting");
+    let mut exporter = softpreempt()
+        .args(["exporter", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Killed whatever happens below.
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut err = BufReader::new(exporter.stderr.take().unwrap());
+    let exporter = Kill(exporter);
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+
+    let before = status_json(dir.path());
+    let response = http_get(&addr, "/metrics");
+    let after = status_json(dir.path());
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert_eq!(status_code(head), "200", "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/plain; version=0.0.4; charset=utf-8"),
+        "{head}"
+    );
+    check_against_status(body, &before, &after, &[hp.pid(), lp.pid()]);
+    assert_eq!(samples(body)["softpreempt_segment_errors"], 1.0);
+    promtool_check(body);
+    // The bad segment is logged, one line a scrape, and the exporter goes on.
+    line.clear();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("softpreempt-0-garbage has size 13"), "{line}");
+    assert_eq!(status_code(&http_get(&addr, "/nothing")), "404");
+    assert!(http_get(&addr, "/metrics").contains("softpreempt_up 1"));
+    drop(exporter);
 }

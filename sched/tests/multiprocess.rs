@@ -107,6 +107,13 @@ fn child_main() {
                     std::thread::sleep(Duration::from_millis(1));
                 }
             }
+            // Its IPC namespace, for the test that runs workers in namespaces of their own.
+            let ns = std::fs::read_link("/proc/self/ns/ipc").unwrap_or_default();
+            std::fs::write(
+                dir.join(format!("{label}.ipcns")),
+                ns.as_os_str().as_encoded_bytes(),
+            )
+            .unwrap();
             write_map(&dir.join(format!("{label}.start")), &grants_by_label(&arb));
             let mut n = 0u64;
             while slices == 0 || n < slices {
@@ -161,7 +168,28 @@ impl Kid {
 }
 
 fn spawn(dir: &TestDir, role: &str, pri: &str, label: &str, extra: &[(&str, String)]) -> Kid {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    spawn_in(&[], dir, role, pri, label, extra)
+}
+
+/// `spawn`, the child run under `wrap` (a command that runs the rest of its arguments,
+/// e.g. `unshare --ipc`).
+fn spawn_in(
+    wrap: &[&str],
+    dir: &TestDir,
+    role: &str,
+    pri: &str,
+    label: &str,
+    extra: &[(&str, String)],
+) -> Kid {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = match wrap.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
     cmd.args(["child_main", "--exact", "--nocapture", "--test-threads=1"])
         .env("SP_ROLE", role)
         .env("SP_DIR", &dir.0)
@@ -187,16 +215,64 @@ fn grants_of(arb: &Arbiter, label: &str) -> u64 {
 /// the higher client announced (see the priority protocol in policy.rs).
 #[test]
 fn lower_levels_get_no_grants_while_higher_has_demand() {
-    let d = TestDir::new("mp-prio");
-    let arb = open(&d);
+    priorities_hold(&TestDir::new("mp-prio"), &[]);
+}
+
+/// Processes in separate IPC namespaces (as pods of one node are) that share the segment
+/// directory see one arbiter and obey its priorities: the arbiter uses no System V IPC,
+/// only a file mapping and futexes on it. Each child gets a namespace of its own
+/// (`unshare --ipc`, or with a user namespace where the test runs unprivileged); where
+/// the system allows neither, the test says so and passes only if
+/// SOFTPREEMPT_REQUIRE_UNSHARE is unset (the test command sets it where `unshare` works).
+#[test]
+fn processes_in_separate_ipc_namespaces_share_one_arbiter() {
+    let works = |wrap: &[&str]| {
+        Command::new(wrap[0])
+            .args(&wrap[1..])
+            .arg("true")
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let wrap: &[&str] = if works(&["unshare", "--ipc"]) {
+        &["unshare", "--ipc"]
+    } else if works(&["unshare", "--user", "--map-root-user", "--ipc"]) {
+        &["unshare", "--user", "--map-root-user", "--ipc"]
+    } else {
+        assert!(
+            std::env::var_os("SOFTPREEMPT_REQUIRE_UNSHARE").is_none(),
+            "unshare --ipc is required here but does not work"
+        );
+        eprintln!("unshare --ipc is not permitted here: not tested");
+        return;
+    };
+    let d = TestDir::new("mp-ipcns");
+    priorities_hold(&d, wrap);
+    let ns = |label: &str| std::fs::read(d.0.join(format!("{label}.ipcns"))).unwrap();
+    let mine = std::fs::read_link("/proc/self/ns/ipc").unwrap();
+    let all = [ns("low"), ns("normal"), ns("high")];
+    assert!(all
+        .iter()
+        .all(|n| !n.is_empty() && n.as_slice() != mine.as_os_str().as_encoded_bytes()));
+    assert!(
+        all[0] != all[1] && all[1] != all[2] && all[0] != all[2],
+        "{all:?}"
+    );
+}
+
+/// A low and a normal worker run; a high one with 100 slices comes and goes; the lower
+/// ones get no grants while it has demand, and run again after. Every child runs under
+/// `wrap`.
+fn priorities_hold(d: &TestDir, wrap: &[&str]) {
+    let arb = open(d);
     let gap = ("SP_GAP_US", "300".to_string());
-    let mut low = spawn(&d, "worker", "low", "low", &[]);
-    let mut normal = spawn(&d, "worker", "normal", "normal", &[gap]);
+    let mut low = spawn_in(wrap, d, "worker", "low", "low", &[]);
+    let mut normal = spawn_in(wrap, d, "worker", "normal", "normal", &[gap]);
     eventually("both lower levels run", LIVENESS, || {
         grants_of(&arb, "low") > 0 && grants_of(&arb, "normal") > 0
     });
-    let mut high = spawn(
-        &d,
+    let mut high = spawn_in(
+        wrap,
+        d,
         "worker",
         "high",
         "high",

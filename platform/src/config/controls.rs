@@ -336,9 +336,11 @@ controls! {
         arbiter_timeout_ms: u64 = 100, expect "an integer between 1 and 60000",
             valid |v| in_range(v, 1, 60_000);
         /// Unix group allowed to share the per-device arbiter segments between
-        /// users (mode 0660). Unset: each user has private segments (mode
-        /// 0600), so processes of different users do not arbitrate.
-        shm_group: Option<String> = None, expect "a Unix group name",
+        /// users (mode 0660): a name, or a numeric group id (as containers
+        /// know their supplementary groups). Unset: each user has private
+        /// segments (mode 0600), so processes of different users do not
+        /// arbitrate.
+        shm_group: Option<String> = None, expect "a Unix group name or numeric id",
             example r#"shm_group = "gpu""#,
             valid |v| v.iter().all(|g| is_group_name(g));
         /// Directory that holds the per-device arbiter segments. Every process

@@ -89,17 +89,35 @@ fn options(cfg: &Config) -> ArbiterOptions {
     }
 }
 
+/// The group's id: by name from the group database, else a number taken as the id itself
+/// (containers know their supplementary groups by number, and their images rarely name
+/// the group a node shares).
 fn group_id(name: &str) -> Option<u32> {
     let c = std::ffi::CString::new(name).ok()?;
     // SAFETY: getgrnam reads the group database; the returned record is only read here,
     // before any other getgr* call on this thread.
     let g = unsafe { libc::getgrnam(c.as_ptr()) };
-    if g.is_null() {
-        tracing::error!("softpreempt: shm_group '{name}' does not exist; segments stay private");
-        return None;
+    if !g.is_null() {
+        // SAFETY: non-NULL record from getgrnam.
+        return Some(unsafe { (*g).gr_gid });
     }
-    // SAFETY: non-NULL record from getgrnam.
-    Some(unsafe { (*g).gr_gid })
+    if let Ok(gid) = name.parse::<u32>() {
+        return Some(gid);
+    }
+    tracing::error!("softpreempt: shm_group '{name}' does not exist; segments stay private");
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_id;
+
+    #[test]
+    fn groups_by_name_or_number() {
+        assert_eq!(group_id("root"), Some(0));
+        assert_eq!(group_id("4242"), Some(4242));
+        assert_eq!(group_id("no-such-group-softpreempt"), None);
+    }
 }
 
 /// The arbiter of each device this process uses, opened on first use. `None` records a
