@@ -235,13 +235,9 @@ pub(crate) fn render(r: &Report) -> String {
     out
 }
 
-/// The exposition when the directory itself cannot be listed: the exporter still
-/// answers, so the scrape shows the failure instead of a missing target.
-fn render_down() -> String {
-    up(false)
-}
-
-/// The exposition's first family: whether the segment directory could be listed.
+/// The exposition's first family: whether the segment directory could be listed. Alone,
+/// it is the answer when the directory cannot be: the exporter still answers, so the
+/// scrape shows the failure instead of a missing target.
 fn up(listed: bool) -> String {
     let mut out = String::new();
     header(
@@ -265,7 +261,7 @@ fn scrape(dir: &Path) -> (String, Vec<String>) {
                 .collect::<Vec<_>>();
             (render(&r), problems)
         }
-        Err(CliError::Failed(e) | CliError::Usage(e)) => (render_down(), vec![e]),
+        Err(CliError::Failed(e) | CliError::Usage(e)) => (up(false), vec![e]),
     }
 }
 
