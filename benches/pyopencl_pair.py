@@ -25,8 +25,9 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 import time
+
+from pair_common import Work, pct, scenario as run_scenario
 
 SRC = """
 __kernel void spin(__global float *out, uint iters, uint mask) {
@@ -122,11 +123,6 @@ def role_main(role):
         print(json.dumps({"lat": lat, "at": at, "q2s": q2s}))
 
 
-def pct(v, p):
-    s = sorted(v)
-    return s[min(len(s) - 1, int(p / 100 * len(s)))]
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lib", required=True, help="libsoftpreempt.so")
@@ -139,20 +135,9 @@ def main():
     ap.add_argument("--duration", type=float, default=8.0)
     ap.add_argument("--json")
     a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="pyopencl-pair-")
-    vendors = {}
-    for name, libs in (("bare", [a.vendor_lib]), ("sp", [a.lib, a.vendor_lib])):
-        d = os.path.join(work, "vendors-" + name)
-        os.makedirs(d)
-        for i, lib in enumerate(libs):
-            with open(os.path.join(d, f"{i}-{name}.icd"), "w") as f:
-                f.write(lib + "\n")
-        vendors[name] = d
-    conf = os.path.join(work, "softpreempt.toml")
-    shm = os.path.join(work, "shm")
-    os.makedirs(shm)
-    with open(conf, "w") as f:
-        f.write(f'version = 1\n[sched]\nshm_dir = "{shm}"\n')
+    w = Work("pyopencl-pair-", a.lib, a.vendor_lib)
+    work, conf = w.dir, w.conf
+    vendors = {k: v[0] for k, v in w.vendors.items()}
 
     def env(platform, priority=None, **kw):
         e = dict(os.environ)
@@ -185,30 +170,14 @@ def main():
 
     def scenario(hp_plat, lp_plat, seconds):
         stop = os.path.join(work, f"stop-{time.monotonic_ns()}")
-        procs = {}
-        if lp_plat:
-            procs["lp"] = subprocess.Popen(
-                [sys.executable, __file__, "--role", "lp"], stdout=subprocess.PIPE, text=True,
-                env=env(lp_plat, "low" if lp_plat == "sp" else None, PAIR_ITEMS=lp_items,
-                        PAIR_ITERS=lp["iters"], PAIR_STOP=stop, PAIR_DURATION=seconds))
-            procs["lp"].stdout.readline()
-            time.sleep(max(0.5, 3 * lp["ms"] / 1e3))
-        if hp_plat:
-            procs["hp"] = subprocess.Popen(
-                [sys.executable, __file__, "--role", "hp"], stdout=subprocess.PIPE, text=True,
-                env=env(hp_plat, "high" if hp_plat == "sp" else None, PAIR_ITEMS=hp_items,
-                        PAIR_ITERS=hp["iters"], PAIR_STOP=stop, PAIR_DURATION=seconds,
-                        PAIR_GAP_MS=a.gap_ms))
-            procs["hp"].stdout.readline()
-            out = procs["hp"].communicate()[0]
-        else:
-            time.sleep(seconds)
-        open(stop, "w").close()
-        res = {}
-        for k, p in procs.items():
-            o = p.communicate()[0] if k == "lp" else out
-            res[k] = json.loads(o.strip().splitlines()[-1])
-        return res
+        lp_env = lp_plat and env(lp_plat, "low" if lp_plat == "sp" else None,
+                                 PAIR_ITEMS=lp_items, PAIR_ITERS=lp["iters"], PAIR_STOP=stop,
+                                 PAIR_DURATION=seconds)
+        hp_env = hp_plat and env(hp_plat, "high" if hp_plat == "sp" else None,
+                                 PAIR_ITEMS=hp_items, PAIR_ITERS=hp["iters"], PAIR_STOP=stop,
+                                 PAIR_DURATION=seconds, PAIR_GAP_MS=a.gap_ms)
+        return run_scenario(__file__, stop, lp_env, hp_env, seconds,
+                            max(0.5, 3 * lp["ms"] / 1e3))
 
     rows = {}
     for name, hp_plat, lp_plat in (("hp-alone", "bare", None), ("corun-bare", "bare", "bare"),

@@ -21,15 +21,29 @@ fn low_grants(dir: &std::path::Path) -> u64 {
     mc::clients_at(dir, "low").iter().map(|c| c.grants).sum()
 }
 
-#[test]
-fn short_launches_skip_the_submitter_while_the_high_priority_is_idle() {
+/// The arbiter directory, the serial guard, and on the SoftPreempt platform a low and an
+/// (idle) high queue and the fill program.
+fn setup() -> (
+    &'static std::path::Path,
+    std::sync::MutexGuard<'static, ()>,
+    Env,
+    cl_command_queue,
+    cl_command_queue,
+    cl_program,
+) {
     let dir = mc::init(SCHED);
-    let _g = mc::serial();
+    let guard = mc::serial();
     let env = Env::sp();
     let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
     let high = mc::priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
     let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
         .unwrap_or_else(|e| panic!("{e}"));
+    (dir, guard, env, low, high, prog)
+}
+
+#[test]
+fn short_launches_skip_the_submitter_while_the_high_priority_is_idle() {
+    let (dir, _g, env, low, high, prog) = setup();
     let k = env.kernel(prog, "fill");
     let out = env.buffer(N * 4);
     let run = |q: cl_command_queue, seed: u32| {
@@ -84,6 +98,46 @@ fn short_launches_skip_the_submitter_while_the_high_priority_is_idle() {
     );
     let got: Vec<u32> = env.read(out, N);
     assert_eq!(mc::check_fill(&got, 0, 500, ITERS), None);
+    for q in [high, low] {
+        // SAFETY: queues the test owns.
+        ok(unsafe { clReleaseCommandQueue(q) });
+    }
+}
+
+/// Issue 24: applications such as OpenCV make a kernel object for each launch and release
+/// it after. What the layer learned about the kernel belongs to the program's kernel
+/// function, not to the object: once learned, such launches go straight to the vendor too,
+/// with no grant, exactly as launches of one long-lived kernel object do.
+#[test]
+fn kernel_objects_made_per_launch_share_what_was_learned() {
+    let (dir, _g, env, low, high, prog) = setup();
+    let out = env.buffer(N * 4);
+    let run = |seed: u32| {
+        let k = env.kernel(prog, "fill");
+        mc::arg(k, 0, out);
+        mc::arg(k, 1, seed);
+        mc::arg(k, 2, ITERS);
+        ok(mc::enqueue(low, k, None, &[N], Some(&[64]), &[], None));
+        // SAFETY: the test's kernel; the launch keeps what it needs.
+        ok(unsafe { clReleaseKernel(k) });
+        mc::finish(low);
+    };
+    for s in 0..5 {
+        run(s);
+    }
+    let learned = low_grants(dir);
+    assert!(learned > 0, "{}", mc::describe(dir));
+    for s in 0..40 {
+        run(100 + s);
+    }
+    assert_eq!(
+        low_grants(dir),
+        learned,
+        "launches of new kernel objects took grants: what was learned went with the objects\n{}",
+        mc::describe(dir)
+    );
+    let got: Vec<u32> = env.read(out, N);
+    assert_eq!(mc::check_fill(&got, 0, 139, ITERS), None);
     for q in [high, low] {
         // SAFETY: queues the test owns.
         ok(unsafe { clReleaseCommandQueue(q) });

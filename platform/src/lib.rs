@@ -4,6 +4,8 @@
 //! objects, vendor loading and the forwarding helpers.
 
 pub mod api;
+#[cfg(feature = "calltime")]
+pub mod calltime;
 pub mod config;
 pub mod core;
 pub mod log;

@@ -545,6 +545,17 @@ impl Client {
         self.shared.view().lower_registered(self.slot, self.pri)
     }
 
+    /// Is a strictly lower priority busy on this device: work queued, slices in flight,
+    /// or active within `window` (see [`View::lower_active`])? A client that submits
+    /// without grants raises demand for its commands only then: a lower client that is
+    /// merely registered has nothing to yield (issue 24).
+    pub fn lower_priority_active(&self, window: Duration) -> bool {
+        let w = window.as_nanos().min(u64::MAX as u128) as u64;
+        self.shared
+            .view()
+            .lower_active(self.slot, self.pri, liveness::now_ns(), w)
+    }
+
     /// Is another client of the same or higher priority registered (so slicing helps the
     /// round robin too)?
     pub fn contended(&self) -> bool {

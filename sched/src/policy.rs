@@ -484,6 +484,30 @@ impl<'a> View<'a> {
         found
     }
 
+    /// Is a strictly lower priority busy: work queued (demand), slices in flight, or
+    /// anything done within `window_ns` before `now`? Only then is there anything for a
+    /// higher client's demand to hold back; a lower client idle for longer that starts
+    /// again finds the higher one's demand from its next command on.
+    pub fn lower_active(&self, me: usize, pri: Priority, now: u64, window_ns: u64) -> bool {
+        let l = pri.level.index();
+        let since = now.saturating_sub(window_ns);
+        let mut found = false;
+        for (lvl, m) in self.h.registered[..=l].iter().enumerate() {
+            self.each(m, me, |j| {
+                let s = &self.slots[j];
+                found = (lvl < l || self.number_in(j, pri.level) < pri.number)
+                    && (self.is_set(&self.h.demand[lvl], j)
+                        || s.inflight.load(Ordering::Relaxed) > 0
+                        || s.last_activity_ns.load(Ordering::Relaxed) >= since);
+                !found
+            });
+            if found {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Records, and returns, how many lower-priority slices are in flight now: the work a
     /// submission of `me` may queue behind on the device (at most `max_inflight` per
     /// lower client while the arbiter works).

@@ -41,7 +41,7 @@ pub fn deferring_launch<'q>(
     // Alone, a launch of a kernel whose recent launches were short, and which is no
     // larger than half a piece at their cost, goes straight on, without the checks below
     // (a few vendor queries, costly next to a short launch).
-    let per_item = f64::from_bits(k.short_ns_per_item.load(Ordering::Relaxed));
+    let per_item = f64::from_bits(k.class.short_ns_per_item.load(Ordering::Relaxed));
     let known_short = per_item > 0.0
         && launch_items(work_dim, global)
             .is_some_and(|n| n as f64 * per_item <= m.piece_ns() as f64 / 2.0);
@@ -236,7 +236,8 @@ pub fn launch(
             if let Some(p) = pred {
                 let items: usize = geo.global[..geo.work_dim as usize].iter().product();
                 let per_item = p as f64 / items.max(1) as f64;
-                k.short_ns_per_item
+                k.class
+                    .short_ns_per_item
                     .store(per_item.to_bits(), Ordering::Relaxed);
             }
             return Ok(Launch::Direct(0));

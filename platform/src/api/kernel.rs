@@ -16,7 +16,7 @@ use crate::core::error::CLResult;
 use crate::core::forward::{fetch_info, fetch_scalar, info_string, Inner};
 use crate::core::handle::{new_obj, Obj};
 use crate::core::objects::{
-    ArgBits, ArgKind, HeldArg, Kernel, Mem, Program, Queue, Sampler, Sliceable,
+    ArgBits, ArgKind, HeldArg, Kernel, KernelClass, Mem, Program, Queue, Sampler, Sliceable,
 };
 use crate::core::platform::Device;
 use crate::core::refcount;
@@ -27,28 +27,43 @@ fn check(kernel: cl_kernel) -> CLResult<&'static Obj<Kernel>> {
     Obj::<Kernel>::check(kernel)
 }
 
-/// Wraps a kernel the vendor created from `program`, reading its argument metadata.
-pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static Obj<Kernel> {
+/// Wraps a kernel the vendor created from `program`. `name` is the kernel's function name
+/// when the caller knows it (`clCreateKernel`), else it is asked of the vendor. What the
+/// vendor's argument metadata and the program's analysis say is read once per kernel
+/// function of the program ([`KernelClass`]), not for every kernel object.
+pub(crate) fn wrap_kernel(
+    program: &Obj<Program>,
+    inner: cl_kernel,
+    name: Option<&str>,
+) -> &'static Obj<Kernel> {
     let inner = program.get().inner.child(inner);
-    let name: std::sync::Arc<str> = fetch_info(|s, v, r| match inner.vt.clGetKernelInfo {
-        // SAFETY: the vendor's query on its own kernel, buffers sized by fetch_info.
-        Some(f) => unsafe { f(inner.h, CL_KERNEL_FUNCTION_NAME, s, v, r) },
-        None => CL_INVALID_OPERATION,
-    })
-    .map(|b| info_string(&b))
-    .unwrap_or_default()
-    .into();
-    let mut arg_kinds = arg_kinds(&inner);
+    let name: std::sync::Arc<str> = match name {
+        Some(n) => n.into(),
+        None => fetch_info(|s, v, r| match inner.vt.clGetKernelInfo {
+            // SAFETY: the vendor's query on its own kernel, buffers sized by fetch_info.
+            Some(f) => unsafe { f(inner.h, CL_KERNEL_FUNCTION_NAME, s, v, r) },
+            None => CL_INVALID_OPERATION,
+        })
+        .map(|b| info_string(&b))
+        .unwrap_or_default()
+        .into(),
+    };
     let exec = program.get().exec();
-    let facts = crate::core::binaries::kernel_facts(program.get(), &name);
-    let hidden = facts.hidden.filter(|_| exec.is_some());
-    let sliceable = logged(&name, facts.sliceable);
-    if let Some(i) = hidden {
-        // The application's arguments end where the hidden one begins.
-        arg_kinds = arg_kinds[..arg_kinds.len().min(i as usize)].into();
+    let class = program.get().class(&name, || {
+        let mut arg_kinds = arg_kinds(&inner);
+        let facts = crate::core::binaries::kernel_facts(program.get(), &name);
+        let hidden = facts.hidden.filter(|_| exec.is_some());
+        if let Some(i) = hidden {
+            // The application's arguments end where the hidden one begins.
+            arg_kinds.truncate(i as usize);
+        }
+        KernelClass::new(arg_kinds.into(), logged(&name, facts.sliceable), hidden)
+    });
+    if let Some(i) = class.hidden {
         set_native_geometry(&inner, i);
     }
-    let held_args = Mutex::new(vec![None; arg_kinds.len()]);
+    let arg_kinds = class.arg_kinds.clone();
+    let held_args = Mutex::new(smallvec::smallvec![None; arg_kinds.len()]);
     new_obj(Kernel {
         inner,
         program: program.hold(),
@@ -57,10 +72,10 @@ pub(crate) fn wrap_kernel(program: &Obj<Program>, inner: cl_kernel) -> &'static 
         null_mems: ArgBits::new(arg_kinds.len()),
         arg_kinds,
         name,
-        sliceable,
-        hidden,
+        sliceable: class.sliceable.clone(),
+        hidden: class.hidden,
         exec,
-        short_ns_per_item: Default::default(),
+        class,
     })
 }
 
@@ -110,7 +125,7 @@ fn arg_info(k: &Inner<cl_kernel>, index: cl_uint, name: cl_kernel_arg_info) -> C
 
 /// Classifies every argument. The vendor may have no metadata (programs built without
 /// `-cl-kernel-arg-info`): such arguments are `Unknown` and probed when set.
-fn arg_kinds(k: &Inner<cl_kernel>) -> Box<[ArgKind]> {
+fn arg_kinds(k: &Inner<cl_kernel>) -> Vec<ArgKind> {
     let n: cl_uint = fetch_scalar(|s, v, r| match k.vt.clGetKernelInfo {
         // SAFETY: the vendor's query on its own kernel, into a cl_uint.
         Some(f) => unsafe { f(k.h, CL_KERNEL_NUM_ARGS, s, v, r) },
@@ -169,7 +184,11 @@ pub fn create_kernel(program: cl_program, kernel_name: *const c_char) -> CLResul
     }
     // The name is plain text: the vendor validates it (NULL, unknown name).
     let h = vcreate!(p.inner.vt, clCreateKernel(p.exec_handle(), kernel_name))?;
-    Ok(wrap_kernel(o, h).handle())
+    // The vendor accepted the name, so it is a valid C string of the kernel's name.
+    let name = crate::core::args::c_str(kernel_name)
+        .ok()
+        .and_then(|n| n.to_str().ok());
+    Ok(wrap_kernel(o, h, name).handle())
 }
 
 pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
@@ -194,7 +213,7 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         // The vendor copies the hidden argument's native value too.
         hidden: k.hidden,
         exec: k.exec.clone(),
-        short_ns_per_item: Default::default(),
+        class: k.class.clone(),
     })
     .handle())
 }
@@ -204,10 +223,7 @@ pub fn retain_kernel(kernel: cl_kernel) -> CLResult<()> {
 }
 
 pub fn release_kernel(kernel: cl_kernel) -> CLResult<()> {
-    let o = Obj::<Kernel>::check(kernel)?;
-    if o.app_refs() == 1 {
-        crate::core::managed::forget_kernel(o.get().inner.h as usize);
-    }
+    // What was learned about its launches stays with its class (the program's).
     refcount::release::<Kernel>(kernel, |k| vtry!(k.inner.vt, clReleaseKernel(k.inner.h)))
 }
 

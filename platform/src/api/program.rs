@@ -89,6 +89,7 @@ fn wrap_program(
         devices,
         origin: Mutex::new(origin),
         exec: Mutex::new(None),
+        classes: Default::default(),
         known: Mutex::new(None),
         unit: Mutex::new(None),
         building: AtomicBool::new(false),
@@ -228,6 +229,10 @@ pub fn retain_program(program: cl_program) -> CLResult<()> {
 }
 
 pub fn release_program(program: cl_program) -> CLResult<()> {
+    let o = check(program)?;
+    if o.app_refs() == 1 {
+        o.get().forget_classes();
+    }
     refcount::release::<Program>(program, |p| vtry!(p.inner.vt, clReleaseProgram(p.inner.h)))
 }
 
@@ -509,6 +514,11 @@ fn use_rewrite(
     if !notify && !user_data.is_null() {
         return Err(None);
     }
+    // A diagnostic build can measure the application's own kernels (issue 24).
+    #[cfg(feature = "calltime")]
+    if std::env::var_os("SOFTPREEMPT_CALLTIME_NO_REWRITE").is_some() {
+        return Err(None);
+    }
     let exec = match include {
         None => match known_build(p, devs, options)? {
             Some(e) => e,
@@ -630,6 +640,9 @@ fn unhook(p: &Program) -> CLResult<()> {
         }
         *cell = None;
     }
+    drop(cell);
+    // What the kernel classes knew came from the old build.
+    p.forget_classes();
     Ok(())
 }
 
@@ -1145,7 +1158,7 @@ pub fn create_kernels_in_program(
         let w = if k.is_null() {
             std::ptr::null_mut()
         } else {
-            wrap_kernel(o, k).handle()
+            wrap_kernel(o, k, None).handle()
         };
         // SAFETY: `kernels` has room for `num_kernels >= made` handles by contract.
         unsafe { kernels.add(i).write(w) };

@@ -163,10 +163,14 @@ impl<H: Copy> Inner<H> {
 macro_rules! vcall {
     ($vt:expr, $f:ident ( $($a:expr),* $(,)? )) => {
         match $vt.$f {
-            // SAFETY: the slot was filled by the vendor with a function of this exact
-            // signature (cl_icd_dispatch); arguments are already unwrapped inner handles.
-            #[allow(clippy::macro_metavars_in_unsafe)]
-            Some(f) => unsafe { f($($a),*) },
+            Some(f) => {
+                #[cfg(feature = "calltime")]
+                let _t = $crate::calltime::Timer::new(stringify!($f));
+                // SAFETY: the slot was filled by the vendor with a function of this exact
+                // signature (cl_icd_dispatch); arguments are already unwrapped inner handles.
+                #[allow(clippy::macro_metavars_in_unsafe)]
+                unsafe { f($($a),*) }
+            }
             None => return Err(opencl_sys::CL_INVALID_OPERATION),
         }
     };

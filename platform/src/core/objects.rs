@@ -65,9 +65,37 @@ pub struct Program {
     /// A rewritten build is running on a thread of the layer (the application passed a
     /// build notification): the program has no executable yet.
     pub building: std::sync::atomic::AtomicBool,
+    /// What the layer knows of each kernel of its executable, by name (see
+    /// [`KernelClass`]); emptied when the program is built again.
+    pub classes: Mutex<std::collections::HashMap<String, std::sync::Arc<KernelClass>>>,
 }
 
 impl Program {
+    /// The class of kernel `name` of this program's executable, made by `make` on first
+    /// use: every kernel object of that name shares it.
+    pub fn class(
+        &self,
+        name: &str,
+        make: impl FnOnce() -> KernelClass,
+    ) -> std::sync::Arc<KernelClass> {
+        let mut classes = self.classes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = classes.get(name) {
+            return c.clone();
+        }
+        let c = std::sync::Arc::new(make());
+        classes.insert(name.to_string(), c.clone());
+        c
+    }
+
+    /// Forgets the kernel classes (a new build, or the application's last release): what
+    /// was learned about their launches goes with them.
+    pub fn forget_classes(&self) {
+        let old = std::mem::take(&mut *self.classes.lock().unwrap_or_else(|e| e.into_inner()));
+        for c in old.values() {
+            crate::core::managed::forget_kernel(c.id);
+        }
+    }
+
     /// The store's entry for the binary it was created from.
     pub fn known(&self) -> Option<std::sync::Arc<crate::store::Entry>> {
         self.known.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -96,11 +124,13 @@ pub struct Kernel {
     pub program: Ref<Program>,
     /// Arguments that hold our wrappers (index → object), so `clSetKernelArg` keeps the
     /// wrapped objects alive exactly as long as the vendor keeps the inner ones.
-    /// Sized to the argument count at creation, so setting an argument never allocates.
-    pub held_args: Mutex<Vec<Option<HeldArg>>>,
+    /// Sized to the argument count at creation, so setting an argument never allocates;
+    /// inline up to [`INLINE_ARGS`] arguments, so a kernel object made for one launch (as
+    /// OpenCV makes them) costs no heap allocation.
+    pub held_args: Mutex<HeldArgs>,
     /// What each argument holds, from the vendor's argument metadata (one entry per
     /// argument); decides which `clSetKernelArg` values are handles to unwrap.
-    pub arg_kinds: Box<[ArgKind]>,
+    pub arg_kinds: std::sync::Arc<[ArgKind]>,
     /// The kernel function's name (for traces and profiles).
     pub name: std::sync::Arc<str>,
     /// Whether launches of this kernel may be cut into slices (rule 5).
@@ -118,15 +148,57 @@ pub struct Kernel {
     pub hidden: Option<cl_uint>,
     /// Keeps the rewritten executable alive, and tells a rebuild that kernels use it.
     pub exec: Option<std::sync::Arc<crate::core::rewritten::Exec>>,
-    /// Predicted device ns per work-item of this kernel's latest launch that went
-    /// straight to the vendor as shorter than a piece (f64 bits; 0: none yet): later
-    /// launches no larger than half a piece by it skip the launch checks (rule 6's cost).
-    pub short_ns_per_item: std::sync::atomic::AtomicU64,
+    /// What every kernel object of this name and program shares (learned timing).
+    pub class: std::sync::Arc<KernelClass>,
 }
 
-/// A bit per kernel argument.
+/// What the layer knows of one kernel function of a program's executable, shared by every
+/// kernel object made from it. Applications such as OpenCV create a kernel object for
+/// each call and release it after: what is read from the vendor at creation (argument
+/// kinds) and learned from launches (timing) must outlive the object, or every launch pays
+/// for the queries and for being measured again (issue 24).
+pub struct KernelClass {
+    /// Unique in the process, never reused: the key of its timing models.
+    pub id: usize,
+    /// See [`Kernel::arg_kinds`].
+    pub arg_kinds: std::sync::Arc<[ArgKind]>,
+    /// See [`Kernel::sliceable`].
+    pub sliceable: Sliceable,
+    /// See [`Kernel::hidden`].
+    pub hidden: Option<cl_uint>,
+    /// Predicted device ns per work-item of the latest launch that went straight to the
+    /// vendor as shorter than a piece (f64 bits; 0: none yet): later launches no larger
+    /// than half a piece by it skip the launch checks (rule 6's cost).
+    pub short_ns_per_item: AtomicU64,
+}
+
+impl KernelClass {
+    /// A new class with a fresh id.
+    pub fn new(
+        arg_kinds: std::sync::Arc<[ArgKind]>,
+        sliceable: Sliceable,
+        hidden: Option<cl_uint>,
+    ) -> Self {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+        KernelClass {
+            id: NEXT.fetch_add(1, Relaxed),
+            arg_kinds,
+            sliceable,
+            hidden,
+            short_ns_per_item: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Kernel arguments held inline (see [`Kernel::held_args`]).
+pub const INLINE_ARGS: usize = 16;
+
+/// What each argument of a kernel object holds.
+pub type HeldArgs = smallvec::SmallVec<[Option<HeldArg>; INLINE_ARGS]>;
+
+/// A bit per kernel argument (inline up to 128 arguments).
 pub struct ArgBits {
-    words: Box<[AtomicU64]>,
+    words: smallvec::SmallVec<[AtomicU64; 2]>,
     count: usize,
 }
 

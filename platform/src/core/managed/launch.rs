@@ -343,7 +343,7 @@ pub fn predicted_ns(
         .map(|i| geo.global[i].div_ceil(unit[i].max(1)) as u64)
         .product();
     let (wave, _) = wave_work_groups(device, unit.iter().product());
-    super::submitter::model(&(k.inner.h as usize, device.h as usize))
+    super::submitter::model(&(k.class.id, device.h as usize))
         .predict(softpreempt_sched::waves(groups, wave))
 }
 
@@ -386,7 +386,7 @@ pub fn build(
         unit,
         unit_is_local,
         sliceable,
-        key: (k.inner.h as usize, device.h as usize),
+        key: (k.class.id, device.h as usize),
         name: k.name.clone(),
     }
 }

@@ -521,8 +521,8 @@ impl Managed {
     }
 
     /// Fast path bookkeeping, before a ready command (see [`Managed::ready`]) goes to the
-    /// vendor directly: when a lower priority is registered, raise demand until the
-    /// command completes, so the lower one yields at its next slice boundary. Returns the
+    /// vendor directly: when a lower priority is busy on the device, raise demand until
+    /// the command completes, so the lower one yields at its next slice boundary. Returns the
     /// watch to complete when the command is seen complete, if it is to be watched.
     ///
     /// A command that is not ready is never watched: its demand could hold the device
@@ -533,7 +533,11 @@ impl Managed {
     /// budget ([`Managed::claim_direct`]), given back when the command completes.
     pub fn direct_submitted(self: &Arc<Self>, ready: bool, claim: u64) -> Option<Arc<Watch>> {
         let c = self.client.as_ref()?;
-        let demand = ready && c.lower_priority_registered();
+        // Only a busy lower client has anything to yield: next to an idle one (or none)
+        // a command costs no event, callback or completion query (issue 24). Should the
+        // lower one start meanwhile, it queues at most one piece before it sees the
+        // demand of this queue's next command.
+        let demand = ready && c.lower_priority_active(ACTIVE_WINDOW);
         if !demand && claim == 0 {
             return None;
         }

@@ -70,7 +70,7 @@ pub fn observe(key: ProfileKey, rows: u64, first: u64, n: u64, work_ns: f64) {
         .observe(first, n, work_ns);
 }
 
-/// Forgets the profiles of kernel `h` (an inner handle being released).
+/// Forgets the profiles of kernel class `h` (`KernelClass::id`).
 pub fn forget_kernel(h: usize) {
     table().retain(|k, _| k.model.0 != h);
 }

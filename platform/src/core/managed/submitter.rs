@@ -90,7 +90,8 @@ pub struct Launch {
 /// grant, and the driver shares the device as it would without the layer.
 const GPU_HANDOVER_NS: u64 = 2_000_000;
 
-/// A timing model's key: the application's kernel and the device (inner handles).
+/// A timing model's key: the kernel's class (`KernelClass::id`) and the device (its inner
+/// handle).
 pub type ModelKey = (usize, usize);
 
 /// Per-(kernel, device) timing models, shared by every queue of the process.
@@ -109,8 +110,8 @@ pub(super) fn model(key: &ModelKey) -> TimingModel {
     MODELS.lock().unwrap_or_else(|e| e.into_inner()).get(key)
 }
 
-/// Forgets what was learned about kernel `h` (an inner handle): it is being released, and
-/// the vendor may hand the same handle to a new, different kernel.
+/// Forgets what was learned about the kernel class `h` (`KernelClass::id`): its program
+/// is released or built again.
 pub fn forget_kernel(h: usize) {
     super::profiles::forget_kernel(h);
     efficiency().retain(|k, _| k.0 != h);

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""A real-client co-run with OpenCV's T-API: two unmodified `cv2.UMat` processes share one device.
+
+The HP is a small image pipeline, a request every --gap-ms (Poisson): a 256x256 7x7
+GaussianBlur, a Sobel and a blocking read of the result (`.get()`), so each request is
+several small kernels, buffer operations and a blocking read. The LP is a large pipeline
+back to back: an N x N blur, resize, Sobel and matchTemplate.
+
+Scenarios, side by side in one invocation: HP alone (bare), HP alone (SoftPreempt, at
+priority high), HP + LP (bare), HP + LP (SoftPreempt, HP high, LP low), LP alone (bare).
+Each scenario first runs briefly to warm OpenCV's binary cache (one cache folder per
+platform), then is measured, so measured runs load their programs from the cache, as users'
+second runs do. Printed: HP p50/p90/p99 per request (ms) and p99 / bare-alone p99, LP
+pipelines/s and the share of the bare co-run it keeps.
+
+    python3 benches/opencv_pair.py --lib target/release/libsoftpreempt.so \\
+        --vendor-lib "$(head -n1 /etc/OpenCL/vendors/pocl.icd)" \\
+        --runtime /usr/lib/x86_64-linux-gnu/libOpenCL.so.1
+
+--runtime is the OpenCL loader OpenCV opens (OPENCV_OPENCL_RUNTIME). Both loaders are
+supported: ocl-icd (reads OCL_ICD_VENDORS) and CUDA's (reads OCL_ICD_FILENAMES); both
+variables are set. --json FILE writes every figure.
+"""
+import argparse
+import json
+import os
+import random
+import sys
+import time
+
+from pair_common import Work, pct, scenario as run_scenario
+
+
+def role_main(role):
+    import cv2
+    import numpy as np
+
+    if not cv2.ocl.haveOpenCL():
+        sys.exit("OpenCL is off in this OpenCV")
+    cv2.ocl.setUseOpenCL(True)
+    rng = np.random.default_rng(7)
+    stop = os.environ.get("PAIR_STOP", "")
+    duration = float(os.environ.get("PAIR_DURATION", "1"))
+    if role == "hp":
+        src = cv2.UMat(rng.integers(0, 255, (256, 256), dtype=np.uint8))
+
+        def request():
+            b = cv2.GaussianBlur(src, (7, 7), 1.5)
+            s = cv2.Sobel(b, cv2.CV_16S, 1, 0)
+            return s.get()
+
+        for _ in range(20):  # warm-up: programs, buffers
+            request()
+        time.sleep(1.0)
+        print("ready", flush=True)
+        gap = float(os.environ["PAIR_GAP_MS"]) / 1e3
+        r = random.Random(11)
+        lat, at = [], []
+        start = time.perf_counter()
+        end = start + duration
+        while time.perf_counter() < end:
+            time.sleep(r.expovariate(1 / gap))
+            t = time.perf_counter()
+            request()
+            lat.append((time.perf_counter() - t) * 1e3)
+            at.append(t - start)
+        print(json.dumps({"lat": lat, "at": at}))
+        return
+    n = int(os.environ["PAIR_LP_SIZE"])
+    big = cv2.UMat(rng.integers(0, 255, (n, n), dtype=np.uint8))
+    templ = cv2.UMat(rng.integers(0, 255, (32, 32), dtype=np.uint8))
+
+    def pipeline():
+        b = cv2.blur(big, (5, 5))
+        r = cv2.resize(b, (n // 2, n // 2))
+        s = cv2.Sobel(r, cv2.CV_32F, 1, 1)
+        m = cv2.matchTemplate(r, templ, cv2.TM_CCORR_NORMED)
+        cv2.ocl.finish()
+        return s, m
+
+    pipeline()
+    print("ready", flush=True)
+    done = 0
+    start = time.perf_counter()
+    while not os.path.exists(stop):
+        pipeline()
+        done += 1
+    print(json.dumps({"pipelines": done, "seconds": time.perf_counter() - start}))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", required=True, help="libsoftpreempt.so")
+    ap.add_argument("--vendor-lib", required=True, help="the vendor's ICD library")
+    ap.add_argument("--runtime", required=True, help="the OpenCL loader OpenCV opens")
+    ap.add_argument("--device-type", default="", help="OPENCV_OPENCL_DEVICE's type: GPU, CPU or empty")
+    ap.add_argument("--bare-platform", required=True,
+                    help="the vendor platform's name, as OPENCV_OPENCL_DEVICE matches it")
+    ap.add_argument("--lp-size", type=int, default=8192)
+    ap.add_argument("--gap-ms", type=float, default=20.0)
+    ap.add_argument("--duration", type=float, default=8.0)
+    ap.add_argument("--scenarios", default="hp-alone,hp-alone-sp,corun-bare,corun-sp,lp-alone")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    w = Work("opencv-pair-", a.lib, a.vendor_lib)
+    work, conf, shm, vendors = w.dir, w.conf, w.shm, w.vendors
+
+    def env(platform, priority=None, **kw):
+        e = dict(os.environ)
+        plat_name = "SoftPreempt" if platform == "sp" else a.bare_platform
+        e.update(OCL_ICD_VENDORS=vendors[platform][0], OCL_ICD_FILENAMES=vendors[platform][1],
+                 PAIR_PLATFORM=platform, OPENCV_OPENCL_RUNTIME=a.runtime,
+                 OPENCV_OPENCL_DEVICE=f"{plat_name}:{a.device_type}:",
+                 OPENCV_OPENCL_CACHE_DIR=os.path.join(work, "cache-" + platform),
+                 XDG_CACHE_HOME=os.path.join(work, "xdg-" + platform),
+                 SOFTPREEMPT_CONFIG=conf, SOFTPREEMPT_VENDORS=a.vendor_lib)
+        if priority:
+            e["SOFTPREEMPT_PRIORITY"] = priority
+        e.update({k: str(v) for k, v in kw.items()})
+        return e
+
+    def scenario(hp_plat, lp_plat, seconds):
+        stop = os.path.join(work, f"stop-{time.monotonic_ns()}")
+        lp_env = lp_plat and env(lp_plat, "low" if lp_plat == "sp" else None,
+                                 PAIR_LP_SIZE=a.lp_size, PAIR_STOP=stop)
+        hp_env = hp_plat and env(hp_plat, "high" if hp_plat == "sp" else None, PAIR_STOP=stop,
+                                 PAIR_DURATION=seconds, PAIR_GAP_MS=a.gap_ms)
+        return run_scenario(__file__, stop, lp_env, hp_env, seconds, 1.0)
+
+    plan = {"hp-alone": ("bare", None), "hp-alone-sp": ("sp", None),
+            "corun-bare": ("bare", "bare"), "corun-sp": ("sp", "sp"), "lp-alone": (None, "bare")}
+    rows = {}
+    for name in a.scenarios.split(","):
+        hp_plat, lp_plat = plan[name]
+        scenario(hp_plat, lp_plat, 2.0)  # warms the binary caches
+        rows[name] = scenario(hp_plat, lp_plat, a.duration)
+        # OPENCV_OPENCL_DEVICE chose the platform: a SoftPreempt run leaves its device's
+        # arbiter segment behind, a bare run none.
+        if (hp_plat == "sp" or lp_plat == "sp") and not os.listdir(shm):
+            sys.exit(f"{name}: OpenCV did not use the SoftPreempt platform")
+        print(f"ran {name}", file=sys.stderr, flush=True)
+    table = {}
+    for name, r in rows.items():
+        line = {}
+        if "lp" in r:
+            line["lp_rate"] = r["lp"]["pipelines"] / r["lp"]["seconds"]
+        if "hp" in r:
+            lat = r["hp"]["lat"]
+            line.update(hp_p50=pct(lat, 50), hp_p90=pct(lat, 90), hp_p99=pct(lat, 99), n=len(lat))
+        table[name] = line
+    alone = table.get("hp-alone", {})
+    lp_base = table.get("corun-bare", {}).get("lp_rate")
+    print(f"{'scenario':<12} {'HP p50 ms':>10} {'HP p90 ms':>10} {'HP p99 ms':>10} "
+          f"{'p50/alone':>10} {'p99/alone':>10} {'LP pipe/s':>10} {'LP kept':>8}")
+    for name, line in table.items():
+        f = lambda v, fmt: format(v, fmt) if v is not None else "-"
+        g = line.get
+        ratio = lambda k: g(k) / alone[k] if g(k) is not None and alone.get(k) else None
+        kept = g("lp_rate") / lp_base if g("lp_rate") and lp_base else None
+        print(f"{name:<12} {f(g('hp_p50'), '10.3f')} {f(g('hp_p90'), '10.3f')} "
+              f"{f(g('hp_p99'), '10.3f')} {f(ratio('hp_p50'), '10.3f')} "
+              f"{f(ratio('hp_p99'), '10.2f')} {f(g('lp_rate'), '10.3f')} {f(kept, '8.3f')}")
+    print("ratios: ÷ the HP alone on the bare driver; LP kept: ÷ the bare co-run's LP")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"options": vars(a), "rows": rows, "table": table}, f)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--role":
+        role_main(sys.argv[2])
+    else:
+        main()
