@@ -55,7 +55,9 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 mod error;
+mod handshake;
 mod layout;
+mod lease;
 mod policy;
 mod priority;
 mod sync;
@@ -85,11 +87,14 @@ pub use error::SchedError;
 pub use priority::{Level, Priority, LEVELS};
 
 #[cfg(not(loom))]
-pub use client::{ActivityMark, Arbiter, Client, ClientInfo, Grant, GrantToken, PolicyParams};
+pub use client::{
+    ActivityMark, Arbiter, Client, ClientInfo, DeviceClaim, Grant, GrantToken, Handshake,
+    PolicyParams,
+};
 #[cfg(not(loom))]
 pub use liveness::{now_ns as monotonic_ns, process_alive, process_start_time};
 #[cfg(not(loom))]
-pub use options::ArbiterOptions;
+pub use options::{ArbiterOptions, DEFAULT_LEASE};
 #[cfg(not(loom))]
 pub use planner::{
     adapted_target, plan_next, rows_for_target, slice_at, slices, wave_rows, waves, NdRange, Slice,
