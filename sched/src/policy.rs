@@ -1016,6 +1016,60 @@ mod loom_tests {
         });
     }
 
+    /// Handshake, first Dekker pair: a lower launch entering the device and a higher
+    /// client raising demand never miss each other. Either the higher client sees the
+    /// claim (and will ask it to yield) or the claim sees the demand (`preempted`).
+    #[test]
+    fn loom_claim_vs_demand() {
+        loom::model(|| {
+            let (hi, lo) = (Priority::HIGH, Priority::LOW);
+            let t = table(&[hi, lo]);
+            let t2 = t.clone();
+            let low = thread::spawn(move || t2.view().enter_device(1, lo, 1000, 0));
+            let v = t.view();
+            v.announce(0, hi, 0);
+            let saw = v.lower_on_device(0, hi);
+            let preempted = low.join().unwrap();
+            assert!(
+                saw || preempted,
+                "a launch went on the device unseen and unwarned"
+            );
+        });
+    }
+
+    /// Handshake, second pair: a higher client waiting for a lower one to leave is never
+    /// left asleep after it left: either it sees the claim gone, or its futex value is
+    /// stale, or the leaver sees its waiting bit and bumps the word.
+    #[test]
+    fn loom_leave_wakes_the_handshake() {
+        loom::model(|| {
+            let (hi, lo) = (Priority::HIGH, Priority::LOW);
+            let t = table(&[hi, lo]);
+            let v = t.view();
+            v.enter_device(1, lo, 1000, 0);
+            v.announce(0, hi, 0);
+            let r = v.request_yields(0, hi, 0);
+            assert_eq!(r.count, 1);
+            let t2 = t.clone();
+            let leaver = thread::spawn(move || {
+                let v = t2.view();
+                let wake = v.leave_device(1, lo, 0, 0);
+                if wake {
+                    v.notify_leave();
+                }
+                wake
+            });
+            v.set_handshake_waiting(0, true);
+            let g = v.h.leave_generation.load(Ordering::Acquire);
+            let off = v.all_off(&r);
+            let would_sleep = !off && v.h.leave_generation.load(Ordering::Acquire) == g;
+            let woke = leaver.join().unwrap();
+            if would_sleep {
+                assert!(woke, "lost wake-up: the higher client sleeps to its bound");
+            }
+        });
+    }
+
     /// Publish protocol: a reader that sees the magic sees every field written before it.
     #[test]
     fn loom_header_publish() {

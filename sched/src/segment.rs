@@ -462,7 +462,19 @@ fn open_existing(
         .metadata()
         .map_err(|e| SchedError::io("fstat", path, e))?
         .len();
-    let (slot_count, params) = validate(path, h, len, Some(device_key))?;
+    let (slot_count, params) = match validate(path, h, len, Some(device_key)) {
+        Err(SchedError::UnsupportedVersion { found, .. })
+            if (1..VERSION).contains(&found) && !liveness::any_locked(&file).unwrap_or(true) =>
+        {
+            // Segments outlive their processes, so one of an earlier build stays after an
+            // upgrade; with nobody holding a lock in it, nobody uses it: replace it, or
+            // every process of the new build would run without arbitration until reboot.
+            tracing::warn!(path = %path.display(), found, "replacing an unused segment of an earlier layout version");
+            remove_if_same(path, &md);
+            return Ok(OpenOutcome::Retry);
+        }
+        r => r?,
+    };
     drop(header_map);
     let map = MmapOptions::new()
         .len(segment_size(slot_count))
