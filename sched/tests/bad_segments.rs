@@ -220,6 +220,12 @@ fn garbage_slots_and_masks_cause_no_crash() {
         c.higher_priority_registered(),
         c.stats(),
     );
+    // The on-device masks claim everyone is on the device: the handshake waits for no
+    // slot that is not active.
+    let hs = c.claim_device(Duration::from_secs(30));
+    assert_eq!(hs.lower_on_device, 0, "{hs:?}");
+    c.leave_device(c.enter_device(Some(1000)), true);
+    c.heartbeat();
     drop(c);
     let _ = arb.reclaim_dead();
     let _ = arb.snapshot();

@@ -232,8 +232,10 @@ impl Client {
     /// waited 0, when no lower client is on the device (a few atomic loads). Claims that
     /// cannot yield and claims whose lease lapsed are not waited for.
     pub fn claim_device(&self, cap: Duration) -> Handshake {
-        self.announce_demand();
         let v = self.shared.view();
+        if !v.has_demand(self.slot, self.pri) {
+            self.announce_demand();
+        }
         if !v.lower_on_device(self.slot, self.pri) {
             return Handshake::default();
         }
