@@ -554,7 +554,7 @@ impl Client {
     }
 
     /// Is a strictly higher priority registered that wanted the device within `window`
-    /// (see [`View::higher_active`])?
+    /// (see `View::higher_active` in the policy)?
     pub fn higher_priority_active(&self, window: Duration) -> bool {
         let w = window.as_nanos().min(u64::MAX as u128) as u64;
         self.shared
@@ -670,7 +670,7 @@ impl Drop for Grant<'_> {
     }
 }
 
-/// The device's activity when a piece was submitted (see [`Client::alone_since`]).
+/// The device's activity when a piece was submitted (see [`Client::share_since`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ActivityMark {
     total: u64,

@@ -32,6 +32,12 @@
 //!   `complete_token`.
 //! * [`Grant`]: `complete(duration_ns)`, `into_token` (complete later from another
 //!   thread through [`Client::complete_token`]); dropping a grant completes it.
+//! * The yield handshake (rule 10): a lower client's [`Client::enter_device`]`(yield_ns)`
+//!   → [`DeviceClaim`] and [`Client::leave_device`]`(claim, yielded)`;
+//!   [`Client::yield_request_epoch`]; a higher client's
+//!   [`Client::claim_device`]`(cap)` → [`Handshake`]; the watcher's
+//!   [`Arbiter::yield_generation`] and [`Arbiter::wait_yield_generation`]; leases:
+//!   [`Client::heartbeat`] every [`Arbiter::heartbeat_interval`].
 //! * [`Priority`]`{ level: `[`Level`]`, number }`, parsed from `"high"`, `"normal"`,
 //!   `"low"`, `"high:3"`.
 //! * Status: [`inspect`]`(path)` and [`list_segments`]`(dir)` read segments without
