@@ -186,19 +186,18 @@ impl<'a> View<'a> {
     /// Round robin inside a priority: go only if no demanding peer of the same priority has
     /// a smaller virtual time (device time used, plus one per grant) than us. A peer whose
     /// lease lapsed (no progress: a stopped process) is passed over; `Err(at)`: when the
-    /// earliest lease of the peers in the way lapses, the time to decide again.
+    /// lease of the first peer found in the way lapses, a time to decide again.
     fn rr_turn(&self, me: usize, pri: Priority, now: u64) -> Result<(), u64> {
         let my_vt = self.slots[me].vtime.load(Ordering::Relaxed);
-        let mut recheck: Option<u64> = None;
+        let mut recheck = None;
         self.each(&self.h.demand[pri.level.index()], me, |j| {
             if self.number_in(j, pri.level) == pri.number
                 && self.slots[j].vtime.load(Ordering::Relaxed) < my_vt
                 && !self.lapsed(j, now)
             {
-                let at = self.lapses_at(j).saturating_add(1);
-                recheck = Some(recheck.map_or(at, |r: u64| r.min(at)));
+                recheck = Some(self.lapses_at(j).saturating_add(1));
             }
-            true
+            recheck.is_none()
         });
         recheck.map_or(Ok(()), Err)
     }
