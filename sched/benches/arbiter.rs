@@ -79,18 +79,25 @@ fn child() {
     }
 }
 
-fn wake_latency(dir: &Path, rounds: usize) -> Vec<u64> {
-    let arb = Arbiter::open("bench-wake", &opts(dir)).unwrap();
+/// Our high client on device `key`, and a child (this binary, in role `role`) on the same
+/// device, its stdin and stdout piped.
+fn high_and_child(dir: &Path, key: &str, role: &str) -> (Arbiter, Client, std::process::Child) {
+    let arb = Arbiter::open(key, &opts(dir)).unwrap();
     let hi = arb
         .register(ClientInfo::new(Priority::HIGH).with_label("parent"))
         .unwrap();
-    let mut kid = Command::new(std::env::current_exe().unwrap())
-        .env("SP_BENCH_CHILD", "1")
+    let kid = Command::new(std::env::current_exe().unwrap())
+        .env("SP_BENCH_CHILD", role)
         .env("SP_BENCH_DIR", dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    (arb, hi, kid)
+}
+
+fn wake_latency(dir: &Path, rounds: usize) -> Vec<u64> {
+    let (arb, hi, mut kid) = high_and_child(dir, "bench-wake", "1");
     let mut to = kid.stdin.take().unwrap();
     let mut from = kid.stdout.take().unwrap();
     let mut lat = Vec::with_capacity(rounds);
@@ -147,15 +154,7 @@ fn lp_child() {
 }
 
 fn handshake_latency(dir: &Path, rounds: usize) -> Vec<u64> {
-    let arb = Arbiter::open("bench-hs", &opts(dir)).unwrap();
-    let hi = arb
-        .register(ClientInfo::new(Priority::HIGH).with_label("hp"))
-        .unwrap();
-    let mut kid = Command::new(std::env::current_exe().unwrap())
-        .env("SP_BENCH_CHILD", "lp")
-        .env("SP_BENCH_DIR", dir)
-        .spawn()
-        .unwrap();
+    let (arb, hi, mut kid) = high_and_child(dir, "bench-hs", "lp");
     let mut waits = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         while !arb
