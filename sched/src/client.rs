@@ -545,11 +545,6 @@ impl Client {
         if !sh.view().higher_registered(self.slot, self.pri) {
             return false;
         }
-        let now = liveness::now_ns();
-        let last = sh.last_sweep_ns.load(Ordering::Relaxed);
-        if now.saturating_sub(last) < sh.liveness_interval_ns {
-            return true;
-        }
         sh.sweep_if_due(self.slot) == 0 || sh.view().higher_registered(self.slot, self.pri)
     }
 
