@@ -1069,6 +1069,38 @@ mod loom_tests {
         });
     }
 
+    /// Handshake, the watcher: one that reads the yield generation, then its client's
+    /// epoch, and sees no request, reads a generation that a request bumps afterwards, so
+    /// its FUTEX_WAIT on it cannot sleep through that request (the requester wakes the word
+    /// after the bump).
+    #[test]
+    fn loom_yield_request_reaches_the_watcher() {
+        loom::model(|| {
+            let (hi, lo) = (Priority::HIGH, Priority::LOW);
+            let t = table(&[hi, lo]);
+            let v = t.view();
+            v.enter_device(1, lo, 1000, 0);
+            let e0 = t.slots[1].yield_epoch.load(Ordering::Relaxed);
+            let t2 = t.clone();
+            let higher = thread::spawn(move || {
+                let v = t2.view();
+                v.announce(0, hi, 0);
+                v.request_yields(0, hi, 0).count
+            });
+            let g = t.h.yield_generation.load(Ordering::Acquire);
+            let e = t.slots[1].yield_epoch.load(Ordering::Acquire);
+            let asked = higher.join().unwrap();
+            assert_eq!(asked, 1);
+            if e == e0 {
+                assert_ne!(
+                    t.h.yield_generation.load(Ordering::Acquire),
+                    g,
+                    "the watcher missed the request and would sleep on a current word"
+                );
+            }
+        });
+    }
+
     /// Publish protocol: a reader that sees the magic sees every field written before it.
     #[test]
     fn loom_header_publish() {
