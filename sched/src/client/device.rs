@@ -72,6 +72,10 @@ pub(super) struct ClaimOwner {
     slot: usize,
     pri: Priority,
     list: Mutex<ClaimList>,
+    /// Threads of this client waiting in `claim_device`: the slot's `handshake_waiting`
+    /// bit stays set while any does (set and cleared under this lock, so one thread's
+    /// clear never hides another's wait from a leaver).
+    hs_waiters: Mutex<u32>,
 }
 
 impl ClaimOwner {
@@ -81,7 +85,24 @@ impl ClaimOwner {
             slot,
             pri,
             list: Mutex::new(ClaimList::default()),
+            hs_waiters: Mutex::new(0),
         })
+    }
+
+    /// Counts a thread into (`on`) or out of the handshake wait, and keeps the slot's
+    /// `handshake_waiting` bit set while any thread waits.
+    fn handshake_waiting(&self, on: bool) {
+        let mut n = self.hs_waiters.lock().unwrap_or_else(|e| e.into_inner());
+        let v = self.shared.view();
+        if on {
+            *n += 1;
+            v.set_handshake_waiting(self.slot, true);
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                v.set_handshake_waiting(self.slot, false);
+            }
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ClaimList> {
@@ -252,7 +273,7 @@ impl Client {
             let cap_ns = cap.as_nanos().min(u64::MAX as u128) as u64;
             let deadline = start.saturating_add(cap_ns.min(r.bound_ns));
             let spin_until = start.saturating_add(SPIN_NS).min(deadline);
-            v.set_handshake_waiting(self.slot, true);
+            self.device.handshake_waiting(true);
             let mut now = start;
             loop {
                 // Generation first, counts second: a leave after the check bumps it.
@@ -275,7 +296,7 @@ impl Client {
                 }
                 now = liveness::now_ns();
             }
-            v.set_handshake_waiting(self.slot, false);
+            self.device.handshake_waiting(false);
             hs.waited_ns = liveness::now_ns().saturating_sub(start);
         }
         v.record_handshake(self.slot, &r, hs.waited_ns, hs.expired);
