@@ -141,10 +141,10 @@ fn lp_child() {
             std::thread::sleep(Duration::from_micros(200));
         }
         let claim = lo.enter_device(Some(1_000_000_000));
-        while !claim.preempted() {
+        loop {
             let seen = arb.yield_generation();
             lo.heartbeat();
-            if lo.yield_request_epoch() != claim.entry_epoch() {
+            if claim.yield_requested() {
                 break;
             }
             arb.wait_yield_generation(seen, arb.heartbeat_interval());

@@ -46,14 +46,10 @@ fn child_main() {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 let claim = c.enter_device(bound);
-                if claim.preempted() {
-                    c.leave_device(claim, true);
-                    continue;
-                }
                 loop {
                     let seen = arb.yield_generation();
                     c.heartbeat();
-                    if c.yield_request_epoch() != claim.entry_epoch() {
+                    if claim.yield_requested() {
                         break;
                     }
                     arb.wait_yield_generation(seen, arb.heartbeat_interval());

@@ -178,6 +178,17 @@ impl DeviceClaim {
     pub fn yield_ns(&self) -> Option<u64> {
         self.yield_ns
     }
+
+    /// Should this launch yield: a higher priority wanted the device when it was made
+    /// ([`DeviceClaim::preempted`]), or a yield request reached its client since (the
+    /// client's epoch moved past [`DeviceClaim::entry_epoch`]). One atomic load.
+    pub fn yield_requested(&self) -> bool {
+        self.preempted
+            || self.owner.shared.view().slots[self.owner.slot]
+                .yield_epoch
+                .load(Ordering::Acquire)
+                != self.entry_epoch
+    }
 }
 
 impl Drop for DeviceClaim {
