@@ -78,6 +78,16 @@ const CLIENT_FAMILIES: &[ClientFamily] = &[
     ClientFamily("softpreempt_client_handback_seconds_total", Kind::Counter, "Summed gap from a higher priority's release to this client's next grant.", |c| c.handback_ns as f64 * NS),
     ClientFamily("softpreempt_client_handback_max_seconds", Kind::Gauge, "Longest gap from a higher priority's release to this client's next grant.", |c| c.handback_max_ns as f64 * NS),
     ClientFamily("softpreempt_client_piece_seconds", Kind::Gauge, "Mean length of the client's recent pieces: how long a higher priority may wait behind one (its preemption granularity).", |c| c.piece_ns as f64 * NS),
+    ClientFamily("softpreempt_client_on_device_launches", Kind::Gauge, "Yielding launches of the client on the device now (its on-device claims).", |c| f64::from(c.on_device)),
+    ClientFamily("softpreempt_client_device_yields_total", Kind::Counter, "Launches of the client that left the device at a higher priority's request.", |c| c.yields_done as f64),
+    ClientFamily("softpreempt_client_yield_latency_p50_seconds", Kind::Gauge, "Median time from a yield request to the client's launch leaving the device (upper edge of its log2 bucket; NaN before the first).", |c| c.yield_p50_ns.map_or(f64::NAN, |v| v as f64 * NS)),
+    ClientFamily("softpreempt_client_yield_latency_p99_seconds", Kind::Gauge, "99th percentile of the same.", |c| c.yield_p99_ns.map_or(f64::NAN, |v| v as f64 * NS)),
+    ClientFamily("softpreempt_client_cannot_yield_total", Kind::Counter, "Launches the client put on the device that could not yield (higher priorities do not wait for them).", |c| c.cannot_yield as f64),
+    ClientFamily("softpreempt_client_handshake_waits_total", Kind::Counter, "Times the client waited for lower clients to leave the device before submitting.", |c| c.hs_waits as f64),
+    ClientFamily("softpreempt_client_handshake_wait_seconds_total", Kind::Counter, "Summed time of those waits.", |c| c.hs_wait_ns as f64 * NS),
+    ClientFamily("softpreempt_client_handshake_wait_max_seconds", Kind::Gauge, "Longest of those waits.", |c| c.hs_wait_max_ns as f64 * NS),
+    ClientFamily("softpreempt_client_handshake_expired_total", Kind::Counter, "Waits that reached their bound with a lower client still on the device.", |c| c.hs_expired as f64),
+    ClientFamily("softpreempt_client_handshake_lapsed_total", Kind::Counter, "Lower on-device claims not waited for because their holder showed no progress for a lease (a stopped process).", |c| c.hs_lapsed as f64),
 ];
 
 /// A metric family with one sample per device segment (name, type, help, value).

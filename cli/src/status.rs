@@ -103,6 +103,16 @@ fn client_json(c: &ClientStats) -> Value {
         "handbacks": c.handbacks,
         "handback_ns": c.handback_ns,
         "handback_max_ns": c.handback_max_ns,
+        "on_device": c.on_device,
+        "yields_done": c.yields_done,
+        "yield_p50_ns": c.yield_p50_ns,
+        "yield_p99_ns": c.yield_p99_ns,
+        "cannot_yield": c.cannot_yield,
+        "handshake_waits": c.hs_waits,
+        "handshake_wait_ns": c.hs_wait_ns,
+        "handshake_wait_max_ns": c.hs_wait_max_ns,
+        "handshake_expired": c.hs_expired,
+        "handshake_lapsed": c.hs_lapsed,
     })
 }
 
@@ -134,7 +144,7 @@ macro_rules! row {
     ($out:expr, $($v:expr),+ $(,)?) => {{
         let _ = writeln!(
             $out,
-            "  {:>8}  {:<16} {:<16} {:<9} {:<9} {:>8} {:>7} {:>10} {:>10} {:>9} {:>9}",
+            "  {:>8}  {:<16} {:<16} {:<9} {:<9} {:>8} {:>7} {:>10} {:>10} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}",
             $($v),+
         );
     }};
@@ -175,7 +185,11 @@ fn render_text(r: &Report, out: &mut String) {
             "WAITED",
             "BUSY",
             "PIECE",
-            "HANDBACK"
+            "HANDBACK",
+            "YIELDED",
+            "YIELD-P99",
+            "HS-WAIT",
+            "EXPIRED"
         );
         for c in &s.clients {
             row!(
@@ -200,7 +214,18 @@ fn render_text(r: &Report, out: &mut String) {
                 match c.handback_ns.checked_div(c.handbacks) {
                     Some(mean) => duration_ns(mean),
                     None => "-".into(),
-                }
+                },
+                // Launches that left the device at a higher priority's request, and how
+                // soon (at most; log2 buckets).
+                c.yields_done,
+                c.yield_p99_ns.map_or_else(|| "-".into(), duration_ns),
+                // Mean wait of this client for lower ones to leave the device, and the
+                // waits that reached their bound.
+                match c.hs_wait_ns.checked_div(c.hs_waits) {
+                    Some(mean) => duration_ns(mean),
+                    None => "-".into(),
+                },
+                c.hs_expired
             );
         }
     }

@@ -247,8 +247,11 @@ fn unreadable_segments_are_one_line_each_and_fail_only_when_nothing_is_read() {
     );
     let err = stderr(&o);
     assert_eq!(err.lines().count(), 2, "{err}");
+    let supported = softpreempt_sched::consts::VERSION;
     assert!(
-        err.contains("layout version 99, this build supports 1"),
+        err.contains(&format!(
+            "layout version 99, this build supports {supported}"
+        )),
         "{err}"
     );
     assert!(err.contains("softpreempt-0-garbage has size 13"), "{err}");

@@ -10,6 +10,11 @@
 //! * wake-up latency: a child process blocks in `acquire` behind our high-priority demand;
 //!   we go idle and measure until the child holds its grant (CLOCK_MONOTONIC is
 //!   system-wide, so both sides read the same clock).
+//! * yield handshake: `claim_device` with nobody lower on the device (what a high
+//!   priority pays on every direct command), `enter_device` + `leave_device` (what a
+//!   yielding launch pays); and the handshake's wait across processes: a child's launch
+//!   is on the device and its watcher sleeps on the yield generation; we `claim_device`
+//!   and measure `waited_ns` until it left (the signal path, without any GPU work).
 
 use std::hint::black_box;
 use std::io::{Read, Write};
@@ -74,18 +79,25 @@ fn child() {
     }
 }
 
-fn wake_latency(dir: &Path, rounds: usize) -> Vec<u64> {
-    let arb = Arbiter::open("bench-wake", &opts(dir)).unwrap();
+/// Our high client on device `key`, and a child (this binary, in role `role`) on the same
+/// device, its stdin and stdout piped.
+fn high_and_child(dir: &Path, key: &str, role: &str) -> (Arbiter, Client, std::process::Child) {
+    let arb = Arbiter::open(key, &opts(dir)).unwrap();
     let hi = arb
         .register(ClientInfo::new(Priority::HIGH).with_label("parent"))
         .unwrap();
-    let mut kid = Command::new(std::env::current_exe().unwrap())
-        .env("SP_BENCH_CHILD", "1")
+    let kid = Command::new(std::env::current_exe().unwrap())
+        .env("SP_BENCH_CHILD", role)
         .env("SP_BENCH_DIR", dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
+    (arb, hi, kid)
+}
+
+fn wake_latency(dir: &Path, rounds: usize) -> Vec<u64> {
+    let (arb, hi, mut kid) = high_and_child(dir, "bench-wake", "1");
     let mut to = kid.stdin.take().unwrap();
     let mut from = kid.stdout.take().unwrap();
     let mut lat = Vec::with_capacity(rounds);
@@ -115,13 +127,66 @@ fn wake_latency(dir: &Path, rounds: usize) -> Vec<u64> {
     lat
 }
 
+/// A child's lower client that acts as a process's watcher: on the device whenever nothing
+/// higher wants it, off at once when asked.
+fn lp_child() {
+    let dir = PathBuf::from(std::env::var("SP_BENCH_DIR").unwrap());
+    let arb = Arbiter::open("bench-hs", &opts(&dir)).unwrap();
+    let lo = arb
+        .register(ClientInfo::new(Priority::LOW).with_label("lp"))
+        .unwrap();
+    loop {
+        while lo.should_yield() {
+            lo.heartbeat();
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let claim = lo.enter_device(Some(1_000_000_000));
+        loop {
+            let seen = arb.yield_generation();
+            lo.heartbeat();
+            if claim.yield_requested() {
+                break;
+            }
+            arb.wait_yield_generation(seen, arb.heartbeat_interval());
+        }
+        lo.leave_device(claim, true);
+    }
+}
+
+fn handshake_latency(dir: &Path, rounds: usize) -> Vec<u64> {
+    let (arb, hi, mut kid) = high_and_child(dir, "bench-hs", "lp");
+    let mut waits = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        while !arb
+            .snapshot()
+            .clients
+            .iter()
+            .any(|c| c.label == "lp" && c.on_device > 0)
+        {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        // Let the child's watcher fall asleep on the yield generation.
+        std::thread::sleep(Duration::from_micros(500));
+        let hs = hi.claim_device(Duration::from_secs(1));
+        assert!(hs.lower_on_device == 1 && !hs.expired, "{hs:?}");
+        waits.push(hs.waited_ns);
+        hi.idle();
+    }
+    let _ = kid.kill();
+    let _ = kid.wait();
+    waits.sort_unstable();
+    waits
+}
+
 fn pct(v: &[u64], p: f64) -> f64 {
     v[((v.len() - 1) as f64 * p).round() as usize] as f64 / 1000.0
 }
 
 fn main() {
-    if std::env::var_os("SP_BENCH_CHILD").is_some() {
-        return child();
+    match std::env::var("SP_BENCH_CHILD").as_deref() {
+        Ok("lp") => return lp_child(),
+        Ok(_) => return child(),
+        Err(_) => {}
     }
     let full = std::env::args().any(|a| a == "--bench");
     let iters: u64 = if full { 200_000 } else { 1_000 };
@@ -151,6 +216,14 @@ fn main() {
         me.announce_demand();
         let t = ns_per(iters, || me.try_acquire().unwrap().complete(black_box(1)));
         println!("| grant+done, others registered idle | {n} | {t:.0} ns |");
+        let t = ns_per(iters, || {
+            black_box(me.claim_device(Duration::from_millis(1)));
+        });
+        println!("| claim_device, nobody lower on the device | {n} | {t:.0} ns |");
+        let t = ns_per(iters, || {
+            me.leave_device(me.enter_device(Some(1000)), false)
+        });
+        println!("| enter_device+leave_device, nobody higher | {n} | {t:.0} ns |");
         let t = ns_per(iters, || {
             black_box(me.should_yield());
         });
@@ -191,5 +264,12 @@ fn main() {
         lat.len(),
         pct(&lat, 1.0)
     );
+    let hs = handshake_latency(&dir, rounds);
+    for (what, p) in [("p50", 0.50), ("p99", 0.99)] {
+        println!(
+            "| cross-process yield handshake wait, {what} | 2 | {:.1} µs |",
+            pct(&hs, p)
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -18,6 +18,10 @@ use crate::segment::Segment;
 use crate::stats::{read_client, snapshot, ClientStats, SegmentSnapshot};
 use crate::sync::Ordering;
 
+mod device;
+
+pub use device::{DeviceClaim, Handshake};
+
 /// State shared by an [`Arbiter`] and its clients.
 struct Shared {
     seg: Segment,
@@ -89,8 +93,28 @@ impl Shared {
         }
         if n > 0 {
             self.notify();
+            // A reclaimed slot's claims are off the device: a handshake may be waiting.
+            let v = self.view();
+            v.notify_leave();
+            futex::wake_all(&v.h.leave_generation);
         }
         n
+    }
+
+    /// `reclaim_dead(Some(me))` at most once per liveness interval across this process's
+    /// clients, for paths that must not pay a sweep each time. Returns slots reclaimed.
+    fn sweep_if_due(&self, me: usize) -> usize {
+        let now = liveness::now_ns();
+        let last = self.last_sweep_ns.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < self.liveness_interval_ns
+            || self
+                .last_sweep_ns
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            return 0;
+        }
+        self.reclaim_dead(Some(me))
     }
 }
 
@@ -173,8 +197,9 @@ impl Arbiter {
                     s.pid.store(me, Ordering::Relaxed);
                     s.start_time.store(start_time, Ordering::Relaxed);
                     s.uid.store(liveness::euid(), Ordering::Relaxed);
-                    s.last_activity_ns
-                        .store(liveness::now_ns(), Ordering::Relaxed);
+                    let now = liveness::now_ns();
+                    s.last_activity_ns.store(now, Ordering::Relaxed);
+                    s.progress_ns.store(now, Ordering::Relaxed);
                     write_bytes(&s.exe, truncate_utf8(&exe, NAME_BYTES));
                     write_bytes(&s.label, truncate_utf8(&info.label, NAME_BYTES));
                 });
@@ -182,6 +207,7 @@ impl Arbiter {
                 tracing::debug!(slot = i, priority = %info.priority, label = %info.label, "registered arbiter client");
                 let worth = info.linger_worth.unwrap_or(DEFAULT_LINGER_WORTH);
                 return Ok(Client {
+                    device: device::ClaimOwner::new(self.shared.clone(), i, info.priority),
                     own_activity: Default::default(),
                     linger: Mutex::new(Linger {
                         model: LingerModel::default(),
@@ -305,6 +331,8 @@ pub struct Client {
     /// Idle gaps seen, and the linger they call for. Touched when demand is raised anew,
     /// at idle and at completions: never on a grant decision.
     linger: Mutex<Linger>,
+    /// Live on-device claims (the yield handshake, `client/device.rs`).
+    device: Arc<device::ClaimOwner>,
 }
 
 impl std::fmt::Debug for Client {
@@ -517,21 +545,11 @@ impl Client {
         if !sh.view().higher_registered(self.slot, self.pri) {
             return false;
         }
-        let now = liveness::now_ns();
-        let last = sh.last_sweep_ns.load(Ordering::Relaxed);
-        if now.saturating_sub(last) < sh.liveness_interval_ns
-            || sh
-                .last_sweep_ns
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-        {
-            return true;
-        }
-        sh.reclaim_dead(Some(self.slot)) == 0 || sh.view().higher_registered(self.slot, self.pri)
+        sh.sweep_if_due(self.slot) == 0 || sh.view().higher_registered(self.slot, self.pri)
     }
 
     /// Is a strictly higher priority registered that wanted the device within `window`
-    /// (see [`View::higher_active`])?
+    /// (see `View::higher_active` in the policy)?
     pub fn higher_priority_active(&self, window: Duration) -> bool {
         let w = window.as_nanos().min(u64::MAX as u128) as u64;
         self.shared
@@ -611,6 +629,8 @@ impl Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
+        // Claims still out must not write the slot once it is free for someone else.
+        self.device.close();
         self.shared.view().release(self.slot);
         self.shared.notify();
         tracing::debug!(slot = self.slot, "unregistered arbiter client");
@@ -656,7 +676,7 @@ impl Drop for Grant<'_> {
     }
 }
 
-/// The device's activity when a piece was submitted (see [`Client::alone_since`]).
+/// The device's activity when a piece was submitted (see [`Client::share_since`]).
 #[derive(Clone, Copy, Debug)]
 pub struct ActivityMark {
     total: u64,

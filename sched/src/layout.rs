@@ -10,11 +10,11 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 /// `"SPRM"` little-endian. Stored last, with Release ordering, when the segment is ready.
 pub const MAGIC: u32 = u32::from_le_bytes(*b"SPRM");
 /// Bumped on any incompatible layout or protocol change.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Bytes of header before slot 0.
 pub const HEADER_SIZE: usize = 1024;
 /// Bytes per client slot.
-pub const SLOT_SIZE: usize = 256;
+pub const SLOT_SIZE: usize = 512;
 /// Upper bound on slots: summary masks are `MASK_WORDS` x 64 bits.
 pub const MAX_SLOTS: usize = 256;
 /// Words per summary bitmask.
@@ -29,6 +29,15 @@ pub const MAX_INFLIGHT_LIMIT: u32 = 64;
 pub const MAX_LINGER_NS: u64 = 60_000_000_000;
 /// Upper bound accepted for the min-share period ("one lower slice in N").
 pub const MAX_SHARE_EVERY: u32 = 1_000_000;
+/// Shortest lease a segment records (leases, `Header::lease_ns`).
+pub const MIN_LEASE_NS: u64 = 1_000_000;
+/// Longest lease a segment records.
+pub const MAX_LEASE_NS: u64 = 60_000_000_000;
+/// `Slot::yield_bound_ns` of a client with a claim on the device that cannot yield.
+pub const CANNOT_YIELD: u64 = u64::MAX;
+/// Buckets of the yield-latency histogram (`Slot::yield_hist`): bucket 0 counts yields
+/// under 2 µs, bucket `b` those in `[2^b, 2^(b+1))` µs, the last one everything longer.
+pub const YIELD_HIST_BUCKETS: usize = 16;
 
 /// Slot states (`Slot::state`).
 pub const SLOT_FREE: u32 = 0;
@@ -111,7 +120,21 @@ pub struct Header {
     /// such events account for every bump while its piece ran had the device to itself,
     /// so the piece's host-observed time is its own (from the padding, as `released_ns`).
     pub activity: AtomicU64,
-    _pad2: [AtomicU64; 40],
+    /// Futex word of the yield handshake: bumped by a higher client that asked lower
+    /// clients to yield; every process's watcher sleeps on it (layout version 2, as are the
+    /// fields down to `handshake_waiting`).
+    pub yield_generation: AtomicU32,
+    /// Futex word a higher client waits on in the handshake: bumped by a lower client that
+    /// left the device while someone waits (`handshake_waiting`).
+    pub leave_generation: AtomicU32,
+    /// How long a client may show no progress before its on-device claim and its place in
+    /// the round robin lapse (ns; the creator's, clamped to `MIN_LEASE_NS..=MAX_LEASE_NS`).
+    pub lease_ns: AtomicU64,
+    /// Slots with a launch on the device (`Slot::on_device > 0`), per level.
+    pub on_device: LevelMasks,
+    /// Slots waiting in the handshake for lower clients to leave the device.
+    pub handshake_waiting: [AtomicU64; MASK_WORDS],
+    _pad2: [AtomicU64; 22],
 }
 
 /// One client slot. Written by its owner, except for reclaim (done under the slot's lock).
@@ -167,7 +190,38 @@ pub struct Slot {
     /// Mean length of this client's recent pieces (decayed, ns): how long a higher
     /// priority may wait behind one of them.
     pub piece_ns: AtomicU64,
-    _pad1: [AtomicU64; 5],
+    /// Live on-device claims (yielding launches on the device); owner-written. The fields
+    /// down to `yield_hist` are layout version 2's.
+    pub on_device: AtomicU32,
+    /// Yield-request epoch addressed to this client: bumped by higher clients that want
+    /// the device while it is on it.
+    pub yield_epoch: AtomicU32,
+    /// How long this client's live claims need to yield (the max of them, ns), or
+    /// `CANNOT_YIELD`; meaningful while `on_device > 0`.
+    pub yield_bound_ns: AtomicU64,
+    /// CLOCK_MONOTONIC ns of the latest yield request addressed to this client.
+    pub yield_request_ns: AtomicU64,
+    /// CLOCK_MONOTONIC ns of this client's latest sign of life (grant, completion, demand,
+    /// idle, device enter or leave, watcher heartbeat): its leases hold until
+    /// `progress_ns + lease_ns`.
+    pub progress_ns: AtomicU64,
+    /// Launches that left the device because of a yield request.
+    pub yields_done: AtomicU64,
+    /// On-device claims that could not yield.
+    pub cannot_yield: AtomicU64,
+    /// Handshakes in which this client waited for lower clients to leave the device.
+    pub hs_waits: AtomicU64,
+    /// Their summed wait, ns.
+    pub hs_wait_ns: AtomicU64,
+    /// Their longest wait, ns.
+    pub hs_wait_max_ns: AtomicU64,
+    /// Of those, waits that ended at the bound with a lower client still on the device.
+    pub hs_expired: AtomicU64,
+    /// Lower on-device claims this client did not wait for because their lease lapsed.
+    pub hs_lapsed: AtomicU64,
+    /// Yield latency (request to off the device) histogram, see `YIELD_HIST_BUCKETS`.
+    pub yield_hist: [AtomicU32; YIELD_HIST_BUCKETS],
+    _pad1: [AtomicU64; 18],
 }
 
 #[cfg(not(loom))]
@@ -178,6 +232,15 @@ const _: () = {
     assert!(std::mem::offset_of!(Header, demand) == 256);
     assert!(std::mem::offset_of!(Header, vclock) == 640);
     assert!(std::mem::offset_of!(Slot, exe) == 112);
+    assert!(std::mem::offset_of!(Header, yield_generation) == 704);
+    assert!(std::mem::offset_of!(Header, lease_ns) == 712);
+    assert!(std::mem::offset_of!(Header, on_device) == 720);
+    assert!(std::mem::offset_of!(Header, handshake_waiting) == 816);
+    assert!(std::mem::offset_of!(Slot, piece_ns) == 208);
+    assert!(std::mem::offset_of!(Slot, on_device) == 216);
+    assert!(std::mem::offset_of!(Slot, progress_ns) == 240);
+    assert!(std::mem::offset_of!(Slot, yield_hist) == 304);
+    assert!(std::mem::offset_of!(Slot, _pad1) == 368);
 };
 
 fn zeroed_array<T: Default, const N: usize>() -> [T; N] {
@@ -219,6 +282,11 @@ impl Header {
             reclaims: Default::default(),
             released_ns: Default::default(),
             activity: Default::default(),
+            yield_generation: Default::default(),
+            leave_generation: Default::default(),
+            lease_ns: Default::default(),
+            on_device: zeroed_masks(),
+            handshake_waiting: zeroed_array(),
             _pad2: zeroed_array(),
         })
     }
@@ -261,6 +329,19 @@ impl Slot {
             handback_ns: Default::default(),
             handback_max_ns: Default::default(),
             piece_ns: Default::default(),
+            on_device: Default::default(),
+            yield_epoch: Default::default(),
+            yield_bound_ns: Default::default(),
+            yield_request_ns: Default::default(),
+            progress_ns: Default::default(),
+            yields_done: Default::default(),
+            cannot_yield: Default::default(),
+            hs_waits: Default::default(),
+            hs_wait_ns: Default::default(),
+            hs_wait_max_ns: Default::default(),
+            hs_expired: Default::default(),
+            hs_lapsed: Default::default(),
+            yield_hist: zeroed_array(),
             _pad1: zeroed_array(),
         }
     }

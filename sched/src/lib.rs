@@ -32,6 +32,12 @@
 //!   `complete_token`.
 //! * [`Grant`]: `complete(duration_ns)`, `into_token` (complete later from another
 //!   thread through [`Client::complete_token`]); dropping a grant completes it.
+//! * The yield handshake (rule 10): a lower client's [`Client::enter_device`]`(yield_ns)`
+//!   → [`DeviceClaim`] and [`Client::leave_device`]`(claim, yielded)`;
+//!   [`Client::yield_request_epoch`]; a higher client's
+//!   [`Client::claim_device`]`(cap)` → [`Handshake`]; the watcher's
+//!   [`Arbiter::yield_generation`] and [`Arbiter::wait_yield_generation`]; leases:
+//!   [`Client::heartbeat`] every [`Arbiter::heartbeat_interval`].
 //! * [`Priority`]`{ level: `[`Level`]`, number }`, parsed from `"high"`, `"normal"`,
 //!   `"low"`, `"high:3"`.
 //! * Status: [`inspect`]`(path)` and [`list_segments`]`(dir)` read segments without
@@ -55,7 +61,9 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 mod error;
+mod handshake;
 mod layout;
+mod lease;
 mod policy;
 mod priority;
 mod sync;
@@ -85,11 +93,14 @@ pub use error::SchedError;
 pub use priority::{Level, Priority, LEVELS};
 
 #[cfg(not(loom))]
-pub use client::{ActivityMark, Arbiter, Client, ClientInfo, Grant, GrantToken, PolicyParams};
+pub use client::{
+    ActivityMark, Arbiter, Client, ClientInfo, DeviceClaim, Grant, GrantToken, Handshake,
+    PolicyParams,
+};
 #[cfg(not(loom))]
 pub use liveness::{now_ns as monotonic_ns, process_alive, process_start_time};
 #[cfg(not(loom))]
-pub use options::ArbiterOptions;
+pub use options::{ArbiterOptions, DEFAULT_LEASE};
 #[cfg(not(loom))]
 pub use planner::{
     adapted_target, plan_next, rows_for_target, slice_at, slices, wave_rows, waves, NdRange, Slice,

@@ -58,6 +58,16 @@ pub(crate) fn is_locked(file: &File, offset: u64) -> io::Result<bool> {
     Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
 }
 
+/// Is any byte of the file write-locked by an open file description other than `file`'s
+/// (is anybody using the segment: a client's slot lock or a creator's init lock)?
+pub(crate) fn any_locked(file: &File) -> io::Result<bool> {
+    let mut fl = flock(libc::F_WRLCK as libc::c_short, 0);
+    // l_len 0: from l_start to the end of the file, however far it grows.
+    fl.l_len = 0;
+    fcntl_lock(file, libc::F_OFD_GETLK, &mut fl)?;
+    Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
+}
+
 /// Start time of process `pid` in clock ticks after boot (/proc/PID/stat field 22).
 pub fn process_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

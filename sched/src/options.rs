@@ -36,7 +36,19 @@ pub struct ArbiterOptions {
     /// How often a blocked waiter checks that the clients in its way are alive. Default
     /// 50 ms.
     pub liveness_interval: Duration,
+    /// Leases: how long a client may show no progress (a stopped process) before its
+    /// place in the round robin and its on-device claims lapse, so that peers stop waiting
+    /// for it. Segment-wide; 1 ms..=60 s (clamped). Default 250 ms. A process's watcher
+    /// calls [`crate::Client::heartbeat`] well within it (see
+    /// [`crate::Arbiter::heartbeat_interval`]).
+    pub lease: Duration,
 }
+
+/// [`ArbiterOptions::lease`] by default: long enough that a live process's watcher (which
+/// beats at a quarter of it) and a waiter (which decides at least every
+/// `liveness_interval`) never miss it, short enough that a stopped peer holds the others up
+/// for no longer than a few of the HP's requests.
+pub const DEFAULT_LEASE: Duration = Duration::from_millis(250);
 
 impl Default for ArbiterOptions {
     fn default() -> Self {
@@ -50,6 +62,7 @@ impl Default for ArbiterOptions {
             expected_uid: None,
             open_timeout: Duration::from_secs(2),
             liveness_interval: Duration::from_millis(50),
+            lease: DEFAULT_LEASE,
         }
     }
 }

@@ -41,6 +41,8 @@ pub(crate) struct Params {
     /// One min-share grant every N grants; 0 = off.
     pub share_every: u32,
     pub linger_ns: u64,
+    /// How long a client may show no progress before what it holds lapses (`lease.rs`).
+    pub lease_ns: u64,
 }
 
 /// The outcome of one grant decision.
@@ -63,7 +65,7 @@ pub(crate) struct View<'a> {
 }
 
 #[inline]
-fn bit(i: usize) -> (usize, u64) {
+pub(crate) fn bit(i: usize) -> (usize, u64) {
     (i / 64, 1u64 << (i % 64))
 }
 
@@ -95,12 +97,17 @@ impl<'a> View<'a> {
         v
     }
 
-    fn any(&self, m: &[AtomicU64; MASK_WORDS], except: usize) -> bool {
+    pub(crate) fn any(&self, m: &[AtomicU64; MASK_WORDS], except: usize) -> bool {
         (0..self.words()).any(|w| self.mask_word(m, w, except) != 0)
     }
 
     /// Calls `f(slot index)` for each set bit, excluding `except`; stops when `f` returns false.
-    fn each(&self, m: &[AtomicU64; MASK_WORDS], except: usize, mut f: impl FnMut(usize) -> bool) {
+    pub(crate) fn each(
+        &self,
+        m: &[AtomicU64; MASK_WORDS],
+        except: usize,
+        mut f: impl FnMut(usize) -> bool,
+    ) {
         for w in 0..self.words() {
             let mut v = self.mask_word(m, w, except);
             while v != 0 {
@@ -123,7 +130,7 @@ impl<'a> View<'a> {
     }
 
     /// The number inside `level` of slot `i`; a corrupt rank reads as 0.
-    fn number_in(&self, i: usize, level: Level) -> u8 {
+    pub(crate) fn number_in(&self, i: usize, level: Level) -> u8 {
         match Priority::from_rank(self.slots[i].rank.load(Ordering::Relaxed)) {
             Some(p) if p.level == level => p.number,
             _ => 0,
@@ -177,19 +184,22 @@ impl<'a> View<'a> {
     }
 
     /// Round robin inside a priority: go only if no demanding peer of the same priority has
-    /// a smaller virtual time (device time used, plus one per grant) than us.
-    fn rr_turn(&self, me: usize, pri: Priority) -> bool {
+    /// a smaller virtual time (device time used, plus one per grant) than us. A peer whose
+    /// lease lapsed (no progress: a stopped process) is passed over; `Err(at)`: when the
+    /// lease of the first peer found in the way lapses, a time to decide again.
+    fn rr_turn(&self, me: usize, pri: Priority, now: u64) -> Result<(), u64> {
         let my_vt = self.slots[me].vtime.load(Ordering::Relaxed);
-        let mut ok = true;
+        let mut recheck = None;
         self.each(&self.h.demand[pri.level.index()], me, |j| {
             if self.number_in(j, pri.level) == pri.number
                 && self.slots[j].vtime.load(Ordering::Relaxed) < my_vt
+                && !self.lapsed(j, now)
             {
-                ok = false;
+                recheck = Some(self.lapses_at(j).saturating_add(1));
             }
-            ok
+            recheck.is_none()
         });
-        ok
+        recheck.map_or(Ok(()), Err)
     }
 
     /// Claims a min-share grant if one is due.
@@ -226,6 +236,7 @@ impl<'a> View<'a> {
             s.vtime.store(vc, Ordering::Relaxed);
         }
         s.last_activity_ns.store(now, Ordering::Relaxed);
+        self.touch(me, pri, now);
         let (w, b) = bit(me);
         self.h.demand[l][w].fetch_or(b, Ordering::Relaxed);
         self.h.linger[l][w].fetch_and(!b, Ordering::Relaxed);
@@ -252,6 +263,7 @@ impl<'a> View<'a> {
         self.h.released_ns.fetch_max(release, Ordering::Relaxed);
         self.h.demand[l][w].fetch_and(!b, Ordering::Relaxed);
         s.last_activity_ns.store(now, Ordering::Relaxed);
+        self.touch(me, pri, now);
     }
 
     /// Records a grant that came after waiting for a higher priority (`since`: when the
@@ -273,6 +285,8 @@ impl<'a> View<'a> {
     /// One grant decision for slot `me`. On `Granted`, the caller must call
     /// [`View::notify`] if `notify` is set.
     pub fn try_grant(&self, me: usize, pri: Priority, now: u64) -> Decision {
+        // Deciding is a sign of life: a waiter keeps its place in the round robin.
+        self.touch(me, pri, now);
         let s = &self.slots[me];
         let l = pri.level.index();
         let mut share = false;
@@ -286,8 +300,8 @@ impl<'a> View<'a> {
                 share = true;
             }
             None => {
-                if !self.rr_turn(me, pri) {
-                    return Decision::Blocked { until_ns: None };
+                if let Err(at) = self.rr_turn(me, pri, now) {
+                    return Decision::Blocked { until_ns: Some(at) };
                 }
             }
         }
@@ -364,6 +378,7 @@ impl<'a> View<'a> {
             .saturating_add(duration_ns / 1000);
         self.h.vclock[l].fetch_max(vt, Ordering::Relaxed);
         s.last_activity_ns.store(now, Ordering::Relaxed);
+        self.touch(me, pri, now);
         // Decayed mean piece length, weight 1/8 for the newest (one writer: the owner).
         let old = s.piece_ns.load(Ordering::Relaxed);
         let mean = if old == 0 {
@@ -472,12 +487,17 @@ impl<'a> View<'a> {
     /// Is a strictly lower priority registered (even idle)? Only then does a client need to
     /// announce its demand for work it submits without asking for grants.
     pub fn lower_registered(&self, me: usize, pri: Priority) -> bool {
+        self.any_lower(&self.h.registered, me, pri)
+    }
+
+    /// Is a slot of a strictly lower priority than `pri` set in `masks`?
+    pub(crate) fn any_lower(&self, masks: &LevelMasks, me: usize, pri: Priority) -> bool {
         let l = pri.level.index();
-        if self.h.registered[..l].iter().any(|m| self.any(m, me)) {
+        if masks[..l].iter().any(|m| self.any(m, me)) {
             return true;
         }
         let mut found = false;
-        self.each(&self.h.registered[l], me, |j| {
+        self.each(&masks[l], me, |j| {
             found = self.number_in(j, pri.level) < pri.number;
             !found
         });
@@ -559,10 +579,23 @@ impl<'a> View<'a> {
             &s.handback_ns,
             &s.handback_max_ns,
             &s.piece_ns,
+            &s.yield_bound_ns,
+            &s.yield_request_ns,
+            &s.yields_done,
+            &s.cannot_yield,
+            &s.hs_waits,
+            &s.hs_wait_ns,
+            &s.hs_wait_max_ns,
+            &s.hs_expired,
+            &s.hs_lapsed,
         ] {
             c.store(0, Ordering::Relaxed);
         }
+        for b in &s.yield_hist {
+            b.store(0, Ordering::Relaxed);
+        }
         s.inflight.store(0, Ordering::Relaxed);
+        s.on_device.store(0, Ordering::Relaxed);
         s.rank.store(pri.to_rank(), Ordering::Relaxed);
         s.vtime.store(
             self.h.vclock[pri.level.index()].load(Ordering::Relaxed),
@@ -584,13 +617,18 @@ impl<'a> View<'a> {
             &self.h.linger,
             &self.h.waiting,
             &self.h.registered,
+            &self.h.on_device,
         ] {
             for m in masks.iter() {
                 m[w].fetch_and(!b, Ordering::Relaxed);
             }
         }
+        self.h.handshake_waiting[w].fetch_and(!b, Ordering::Relaxed);
         let s = &self.slots[i];
         s.inflight.store(0, Ordering::Relaxed);
+        // Its launches are gone with it: a higher client must not wait for them.
+        s.on_device.store(0, Ordering::Relaxed);
+        s.yield_bound_ns.store(0, Ordering::Relaxed);
         s.state.store(state, Ordering::Release);
         if state == SLOT_RECLAIMED {
             self.h.reclaims.fetch_add(1, Ordering::Relaxed);
@@ -618,11 +656,18 @@ impl<'a> View<'a> {
             state,
             SLOT_FREE | SLOT_CLAIMING | SLOT_ACTIVE | SLOT_RECLAIMED
         );
+        let (w, b) = bit(i);
         !known
             || self
                 .level_bits(i)
                 .iter()
                 .any(|&(d, l, w, r)| d || l || w || r)
+            || self
+                .h
+                .on_device
+                .iter()
+                .chain(std::iter::once(&self.h.handshake_waiting))
+                .any(|m| m[w].load(Ordering::Relaxed) & b != 0)
     }
 
     /// Levels as an array, for status output.
@@ -663,24 +708,34 @@ impl HeapTable {
             params: self.params,
         }
     }
+
+    /// A table of `n` slots whose first ones are claimed with `pris`.
+    pub fn claimed(n: usize, params: Params, pris: &[Priority]) -> Self {
+        let t = HeapTable::new(n.max(pris.len()), params);
+        for (i, p) in pris.iter().enumerate() {
+            t.view().claim(i, *p, |_| {});
+        }
+        t
+    }
 }
+
+/// Parameters of the unit tests' tables.
+#[cfg(any(test, loom))]
+pub(crate) const TEST_PARAMS: Params = Params {
+    max_inflight: 2,
+    share_every: 0,
+    linger_ns: 0,
+    lease_ns: 1_000_000_000,
+};
 
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
-    const P: Params = Params {
-        max_inflight: 2,
-        share_every: 0,
-        linger_ns: 0,
-    };
+    const P: Params = TEST_PARAMS;
 
     fn table(n: usize, params: Params, pris: &[Priority]) -> HeapTable {
-        let t = HeapTable::new(n, params);
-        for (i, p) in pris.iter().enumerate() {
-            t.view().claim(i, *p, |_| {});
-        }
-        t
+        HeapTable::claimed(n, params, pris)
     }
 
     fn granted(d: Decision) -> bool {
@@ -898,18 +953,10 @@ mod loom_tests {
     use loom::sync::Arc;
     use loom::thread;
 
-    const P: Params = Params {
-        max_inflight: 2,
-        share_every: 0,
-        linger_ns: 0,
-    };
+    const P: Params = TEST_PARAMS;
 
     fn table(pris: &[Priority]) -> Arc<HeapTable> {
-        let t = HeapTable::new(pris.len(), P);
-        for (i, p) in pris.iter().enumerate() {
-            t.view().claim(i, *p, |_| {});
-        }
-        Arc::new(t)
+        Arc::new(HeapTable::claimed(pris.len(), P, pris))
     }
 
     /// A lower grant that survives always shows in `inflight` to a higher client that has
@@ -988,6 +1035,92 @@ mod loom_tests {
             let woke = granter.join().unwrap();
             if would_sleep {
                 assert!(woke, "lost round-robin wake-up");
+            }
+        });
+    }
+
+    /// Handshake, first Dekker pair: a lower launch entering the device and a higher
+    /// client raising demand never miss each other. Either the higher client sees the
+    /// claim (and will ask it to yield) or the claim sees the demand (`preempted`).
+    #[test]
+    fn loom_claim_vs_demand() {
+        loom::model(|| {
+            let (hi, lo) = (Priority::HIGH, Priority::LOW);
+            let t = table(&[hi, lo]);
+            let t2 = t.clone();
+            let low = thread::spawn(move || t2.view().enter_device(1, lo, 1000, 0));
+            let v = t.view();
+            v.announce(0, hi, 0);
+            let saw = v.lower_on_device(0, hi);
+            let preempted = low.join().unwrap();
+            assert!(
+                saw || preempted,
+                "a launch went on the device unseen and unwarned"
+            );
+        });
+    }
+
+    /// Handshake, second pair: a higher client waiting for a lower one to leave is never
+    /// left asleep after it left: either it sees the claim gone, or its futex value is
+    /// stale, or the leaver sees its waiting bit and bumps the word.
+    #[test]
+    fn loom_leave_wakes_the_handshake() {
+        loom::model(|| {
+            let (hi, lo) = (Priority::HIGH, Priority::LOW);
+            let t = table(&[hi, lo]);
+            let v = t.view();
+            v.enter_device(1, lo, 1000, 0);
+            v.announce(0, hi, 0);
+            let r = v.request_yields(0, hi, 0);
+            assert_eq!(r.count, 1);
+            let t2 = t.clone();
+            let leaver = thread::spawn(move || {
+                let v = t2.view();
+                let wake = v.leave_device(1, lo, 0, 0);
+                if wake {
+                    v.notify_leave();
+                }
+                wake
+            });
+            v.set_handshake_waiting(0, true);
+            let g = v.h.leave_generation.load(Ordering::Acquire);
+            let off = v.all_off(&r);
+            let would_sleep = !off && v.h.leave_generation.load(Ordering::Acquire) == g;
+            let woke = leaver.join().unwrap();
+            if would_sleep {
+                assert!(woke, "lost wake-up: the higher client sleeps to its bound");
+            }
+        });
+    }
+
+    /// Handshake, the watcher: one that reads the yield generation, then its client's
+    /// epoch, and sees no request, reads a generation that a request bumps afterwards, so
+    /// its FUTEX_WAIT on it cannot sleep through that request (the requester wakes the word
+    /// after the bump).
+    #[test]
+    fn loom_yield_request_reaches_the_watcher() {
+        loom::model(|| {
+            let (hi, lo) = (Priority::HIGH, Priority::LOW);
+            let t = table(&[hi, lo]);
+            let v = t.view();
+            v.enter_device(1, lo, 1000, 0);
+            let e0 = t.slots[1].yield_epoch.load(Ordering::Relaxed);
+            let t2 = t.clone();
+            let higher = thread::spawn(move || {
+                let v = t2.view();
+                v.announce(0, hi, 0);
+                v.request_yields(0, hi, 0).count
+            });
+            let g = t.h.yield_generation.load(Ordering::Acquire);
+            let e = t.slots[1].yield_epoch.load(Ordering::Acquire);
+            let asked = higher.join().unwrap();
+            assert_eq!(asked, 1);
+            if e == e0 {
+                assert_ne!(
+                    t.h.yield_generation.load(Ordering::Acquire),
+                    g,
+                    "the watcher missed the request and would sleep on a current word"
+                );
             }
         });
     }

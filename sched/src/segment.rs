@@ -14,6 +14,7 @@ use crate::error::SchedError;
 use crate::fault;
 use crate::futex;
 use crate::layout::*;
+use crate::lease::clamp_lease;
 use crate::liveness;
 use crate::options::ArbiterOptions;
 use crate::policy::{Params, View};
@@ -170,6 +171,7 @@ impl Segment {
             max_inflight: opts.max_inflight,
             share_every: opts.share_every(),
             linger_ns: opts.hp_linger.as_nanos() as u64,
+            lease_ns: clamp_lease(opts.lease.as_nanos().min(u64::MAX as u128) as u64),
         };
         if wanted != self.params {
             tracing::debug!(
@@ -212,6 +214,7 @@ impl Segment {
                 max_inflight: 1,
                 share_every: 0,
                 linger_ns: 0,
+                lease_ns: MAX_LEASE_NS,
             },
             owner_uid: md.uid(),
         };
@@ -323,6 +326,7 @@ fn init(
         max_inflight: opts.max_inflight,
         share_every: opts.share_every(),
         linger_ns: opts.hp_linger.as_nanos() as u64,
+        lease_ns: clamp_lease(opts.lease.as_nanos().min(u64::MAX as u128) as u64),
     };
     // SAFETY: the mapping is `total` >= HEADER_SIZE bytes, page aligned, and lives until
     // `map` is dropped, after this reference's last use. Header is all atomics.
@@ -338,6 +342,7 @@ fn init(
     h.min_share_every
         .store(params.share_every, Ordering::Relaxed);
     h.hp_linger_ns.store(params.linger_ns, Ordering::Relaxed);
+    h.lease_ns.store(params.lease_ns, Ordering::Relaxed);
     h.created_realtime_ns
         .store(liveness::realtime_ns(), Ordering::Relaxed);
     h.key_len.store(device_key.len() as u32, Ordering::Relaxed);
@@ -457,7 +462,19 @@ fn open_existing(
         .metadata()
         .map_err(|e| SchedError::io("fstat", path, e))?
         .len();
-    let (slot_count, params) = validate(path, h, len, Some(device_key))?;
+    let (slot_count, params) = match validate(path, h, len, Some(device_key)) {
+        Err(SchedError::UnsupportedVersion { found, .. })
+            if (1..VERSION).contains(&found) && !liveness::any_locked(&file).unwrap_or(true) =>
+        {
+            // Segments outlive their processes, so one of an earlier build stays after an
+            // upgrade; with nobody holding a lock in it, nobody uses it: replace it, or
+            // every process of the new build would run without arbitration until reboot.
+            tracing::warn!(path = %path.display(), found, "replacing an unused segment of an earlier layout version");
+            remove_if_same(path, &md);
+            return Ok(OpenOutcome::Retry);
+        }
+        r => r?,
+    };
     drop(header_map);
     let map = MmapOptions::new()
         .len(segment_size(slot_count))
@@ -560,12 +577,16 @@ fn validate(
             return Err(SchedError::KeyMismatch { path: p() });
         }
     }
+    // Clamped rather than refused: any value in range is a working lease, and a wild one
+    // only moves it within that range.
+    let lease_ns = clamp_lease(h.lease_ns.load(Ordering::Relaxed));
     Ok((
         n,
         Params {
             max_inflight,
             share_every,
             linger_ns,
+            lease_ns,
         },
     ))
 }

@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::SchedError;
-use crate::layout::{read_name, SLOT_ACTIVE, SLOT_CLAIMING, SLOT_RECLAIMED};
+use crate::handshake::hist_quantile;
+use crate::layout::{read_name, SLOT_ACTIVE, SLOT_CLAIMING, SLOT_RECLAIMED, YIELD_HIST_BUCKETS};
 use crate::liveness;
 use crate::policy::View;
 use crate::priority::Priority;
@@ -17,6 +18,8 @@ pub enum ClientState {
     Running,
     /// Blocked in `acquire`.
     Waiting,
+    /// A yielding launch on the device (an on-device claim), no grant in flight.
+    OnDevice,
     /// Has demand, nothing in flight, not waiting (between slices).
     Ready,
     /// Idle, but its demand still lingers (`hp_linger`).
@@ -35,6 +38,7 @@ impl ClientState {
         match self {
             ClientState::Running => "running",
             ClientState::Waiting => "waiting",
+            ClientState::OnDevice => "on-device",
             ClientState::Ready => "ready",
             ClientState::Lingering => "lingering",
             ClientState::Idle => "idle",
@@ -90,6 +94,34 @@ pub struct ClientStats {
     /// Mean length of this client's recent pieces (decayed), ns: how long a higher
     /// priority may wait behind one of them, its preemption granularity.
     pub piece_ns: u64,
+    /// Live on-device claims (yielding launches on the device).
+    pub on_device: u32,
+    /// Yield-request epoch addressed to this client (bumped by higher clients).
+    pub yield_epoch: u32,
+    /// Launches that left the device because of a yield request.
+    pub yields_done: u64,
+    /// Median yield latency (request to off the device), as the upper edge of its log2
+    /// bucket, ns; `None` before the first measured yield.
+    pub yield_p50_ns: Option<u64>,
+    /// 99th percentile of the same.
+    pub yield_p99_ns: Option<u64>,
+    /// Yield-latency histogram: bucket 0 counts yields under 2 µs, bucket `b` those in
+    /// `[2^b, 2^(b+1))` µs, the last one everything longer.
+    pub yield_hist: [u64; YIELD_HIST_BUCKETS],
+    /// On-device claims this client made that could not yield.
+    pub cannot_yield: u64,
+    /// Handshakes in which this client waited for lower clients to leave the device.
+    pub hs_waits: u64,
+    /// Their summed wait, ns.
+    pub hs_wait_ns: u64,
+    /// Their longest wait, ns.
+    pub hs_wait_max_ns: u64,
+    /// Of those, waits that ended at the bound with a lower client still on the device.
+    pub hs_expired: u64,
+    /// Lower on-device claims not waited for because their lease had lapsed.
+    pub hs_lapsed: u64,
+    /// CLOCK_MONOTONIC ns of the last sign of life (leases).
+    pub progress_ns: u64,
     /// CLOCK_MONOTONIC ns of the last activity.
     pub last_activity_ns: u64,
     /// Claims of this slot so far.
@@ -117,6 +149,10 @@ pub struct SegmentSnapshot {
     pub min_share_every: u32,
     /// Segment-wide linger, ns.
     pub hp_linger_ns: u64,
+    /// Segment-wide lease, ns.
+    pub lease_ns: u64,
+    /// The yield generation (bumped by each handshake that asked a lower client to yield).
+    pub yield_generation: u32,
     /// Grants issued on this device.
     pub total_grants: u64,
     /// Slots reclaimed from dead processes.
@@ -144,6 +180,7 @@ pub(crate) fn read_client(v: &View<'_>, i: usize, seg: Option<&Segment>, now: u6
         SLOT_CLAIMING => ClientState::Claiming,
         _ if waiting => ClientState::Waiting,
         _ if inflight > 0 => ClientState::Running,
+        _ if s.on_device.load(Ordering::Relaxed) > 0 => ClientState::OnDevice,
         _ if demand => ClientState::Ready,
         _ if linger && s.linger_until_ns.load(Ordering::Relaxed) > now => ClientState::Lingering,
         _ => ClientState::Idle,
@@ -151,6 +188,8 @@ pub(crate) fn read_client(v: &View<'_>, i: usize, seg: Option<&Segment>, now: u6
     let pid = s.pid.load(Ordering::Relaxed);
     let start_time = s.start_time.load(Ordering::Relaxed);
     let active = matches!(state_word, SLOT_ACTIVE | SLOT_CLAIMING);
+    let hist: [u64; YIELD_HIST_BUCKETS] =
+        std::array::from_fn(|b| s.yield_hist[b].load(Ordering::Relaxed) as u64);
     ClientStats {
         slot: i,
         pid,
@@ -173,6 +212,19 @@ pub(crate) fn read_client(v: &View<'_>, i: usize, seg: Option<&Segment>, now: u6
         handback_ns: s.handback_ns.load(Ordering::Relaxed),
         handback_max_ns: s.handback_max_ns.load(Ordering::Relaxed),
         piece_ns: s.piece_ns.load(Ordering::Relaxed),
+        on_device: s.on_device.load(Ordering::Relaxed),
+        yield_epoch: s.yield_epoch.load(Ordering::Relaxed),
+        yields_done: s.yields_done.load(Ordering::Relaxed),
+        yield_p50_ns: hist_quantile(&hist, 0.5),
+        yield_p99_ns: hist_quantile(&hist, 0.99),
+        yield_hist: hist,
+        cannot_yield: s.cannot_yield.load(Ordering::Relaxed),
+        hs_waits: s.hs_waits.load(Ordering::Relaxed),
+        hs_wait_ns: s.hs_wait_ns.load(Ordering::Relaxed),
+        hs_wait_max_ns: s.hs_wait_max_ns.load(Ordering::Relaxed),
+        hs_expired: s.hs_expired.load(Ordering::Relaxed),
+        hs_lapsed: s.hs_lapsed.load(Ordering::Relaxed),
+        progress_ns: s.progress_ns.load(Ordering::Relaxed),
         last_activity_ns: s.last_activity_ns.load(Ordering::Relaxed),
         incarnation: s.incarnation.load(Ordering::Relaxed),
         process_alive: seg.map(|_| liveness::process_alive(pid, start_time)),
@@ -207,6 +259,8 @@ pub(crate) fn snapshot(seg: &Segment) -> SegmentSnapshot {
         max_inflight: seg.params.max_inflight,
         min_share_every: seg.params.share_every,
         hp_linger_ns: seg.params.linger_ns,
+        lease_ns: seg.params.lease_ns,
+        yield_generation: h.yield_generation.load(Ordering::Relaxed),
         total_grants: h.total_grants.load(Ordering::Relaxed),
         reclaims: h.reclaims.load(Ordering::Relaxed),
         created_realtime_ns: h.created_realtime_ns.load(Ordering::Relaxed),

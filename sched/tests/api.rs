@@ -321,3 +321,39 @@ fn bad_options_are_rejected() {
     }
     assert!(Arbiter::open("", &d.opts()).is_err());
 }
+
+/// A claim may be left from another thread (an event callback), and one left after its
+/// client unregistered changes nothing: the slot may be someone else's by then.
+#[test]
+fn device_claims_travel_between_threads_and_outlive_their_client_harmlessly() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<DeviceClaim>();
+    send_sync::<Client>();
+    let d = TestDir::new("claims");
+    let mut o = d.opts();
+    o.max_clients = 1;
+    let arb = Arbiter::open("dev-claims", &o).unwrap();
+    let lo = Arc::new(arb.register(info("low", "lq")).unwrap());
+    let a = lo.enter_device(Some(1000));
+    let b = lo.enter_device(None);
+    assert_eq!(lo.on_device(), 2);
+    assert_eq!(b.yield_ns(), None);
+    let lo2 = lo.clone();
+    std::thread::spawn(move || lo2.leave_device(b, false))
+        .join()
+        .unwrap();
+    assert_eq!(lo.on_device(), 1);
+    assert_eq!(lo.stats().cannot_yield, 1);
+    drop(Arc::into_inner(lo).expect("the only client handle"));
+    // The one slot goes to a new client, which puts a launch of its own on the device.
+    let next = arb.register(info("low", "next")).unwrap();
+    let mine = next.enter_device(Some(1000));
+    drop(a);
+    assert_eq!(
+        next.on_device(),
+        1,
+        "a stale claim changed the new owner's slot"
+    );
+    next.leave_device(mine, false);
+    assert_eq!(next.on_device(), 0);
+}

@@ -58,6 +58,26 @@ fn wrong_version() {
     );
 }
 
+/// A segment of an earlier layout version that nobody uses (no lock held in it) is left
+/// over from before an upgrade: it is replaced. One that a live process of the earlier
+/// build holds is refused (pass-through), as any other version mismatch.
+#[test]
+fn earlier_version_replaced_when_unused_refused_when_used() {
+    let d = TestDir::new("old-version");
+    let p = valid_segment(&d);
+    poke(&p, 4, &1u32.to_le_bytes());
+    let arb = Arbiter::open(KEY, &d.opts()).expect("the unused old segment is replaced");
+    assert_eq!(inspect(&p).unwrap().slot_count, 64);
+    let user = arb.register(ClientInfo::new(Priority::LOW)).unwrap();
+    poke(&p, 4, &1u32.to_le_bytes());
+    let e = open_err(&d);
+    assert!(
+        matches!(e, SchedError::UnsupportedVersion { found: 1, .. }),
+        "{e}"
+    );
+    drop(user);
+}
+
 #[test]
 fn truncated_file() {
     let d = TestDir::new("trunc");
@@ -200,6 +220,12 @@ fn garbage_slots_and_masks_cause_no_crash() {
         c.higher_priority_registered(),
         c.stats(),
     );
+    // The on-device masks claim everyone is on the device: the handshake waits for no
+    // slot that is not active.
+    let hs = c.claim_device(Duration::from_secs(30));
+    assert_eq!(hs.lower_on_device, 0, "{hs:?}");
+    c.leave_device(c.enter_device(Some(1000)), true);
+    c.heartbeat();
     drop(c);
     let _ = arb.reclaim_dead();
     let _ = arb.snapshot();

@@ -6,32 +6,15 @@
 mod common;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
+use common::kids::*;
 use common::{eventually, TestDir};
 use softpreempt_sched::*;
 
-const LIVENESS: Duration = Duration::from_secs(30);
 const KEY: &str = "mp-device";
-
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
-}
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    env(name).and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn child_opts(dir: &Path) -> ArbiterOptions {
-    ArbiterOptions {
-        shm_dir: dir.to_path_buf(),
-        hp_linger: Duration::ZERO,
-        liveness_interval: Duration::from_millis(20),
-        ..Default::default()
-    }
-}
 
 /// Grants of every client by label, from a snapshot.
 fn grants_by_label(arb: &Arbiter) -> HashMap<String, u64> {
@@ -61,23 +44,18 @@ fn read_map(path: &Path) -> HashMap<String, u64> {
         .collect()
 }
 
-fn touch(path: &Path) {
-    std::fs::write(path, b"").unwrap();
-}
-
 /// Entry point of every child process; a no-op in the parent's test run.
 #[test]
 fn child_main() {
-    let Some(role) = env("SP_ROLE") else { return };
-    let dir = PathBuf::from(env("SP_DIR").unwrap());
-    let label = env("SP_LABEL").unwrap();
-    let arb = Arbiter::open(KEY, &child_opts(&dir)).unwrap();
-    let pri: Priority = env("SP_PRI").unwrap().parse().unwrap();
-    match role.as_str() {
+    let Some(role) = Role::of_child(KEY) else {
+        return;
+    };
+    let (arb, dir, label, pri) = (&role.arb, &role.dir, &role.label, role.pri);
+    match role.name.as_str() {
         // Registers, raises demand, optionally takes a grant, then sleeps until killed.
         "hog" => {
             let c = arb
-                .register(ClientInfo::new(pri).with_label(&label))
+                .register(ClientInfo::new(pri).with_label(label))
                 .unwrap();
             c.announce_demand();
             let grant = (env("SP_HOLD").as_deref() == Some("grant"))
@@ -95,7 +73,7 @@ fn child_main() {
         // barrier; writes snapshots of everyone's grants at start and end.
         "worker" => {
             let c = arb
-                .register(ClientInfo::new(pri).with_label(&label))
+                .register(ClientInfo::new(pri).with_label(label))
                 .unwrap();
             let slices = env_u64("SP_SLICES", 0);
             let work = Duration::from_micros(env_u64("SP_WORK_US", 100));
@@ -114,7 +92,7 @@ fn child_main() {
                 ns.as_os_str().as_encoded_bytes(),
             )
             .unwrap();
-            write_map(&dir.join(format!("{label}.start")), &grants_by_label(&arb));
+            write_map(&dir.join(format!("{label}.start")), &grants_by_label(arb));
             let mut n = 0u64;
             while slices == 0 || n < slices {
                 let g = c
@@ -132,74 +110,12 @@ fn child_main() {
                     c.announce_demand();
                 }
             }
-            write_map(&dir.join(format!("{label}.end")), &grants_by_label(&arb));
+            write_map(&dir.join(format!("{label}.end")), &grants_by_label(arb));
             c.idle();
         }
         other => panic!("unknown role {other}"),
     }
     std::process::exit(0);
-}
-
-struct Kid(Child);
-
-impl Drop for Kid {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Kid {
-    fn kill9(&mut self) {
-        // SAFETY: kill(2) on the pid of a child we spawned and have not reaped.
-        let r = unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGKILL) };
-        assert_eq!(r, 0);
-        let _ = self.0.wait();
-    }
-
-    fn wait_ok(&mut self, what: &str) {
-        let mut status = None;
-        eventually(what, LIVENESS, || {
-            status = self.0.try_wait().unwrap();
-            status.is_some()
-        });
-        assert!(status.unwrap().success(), "{what}: child failed");
-    }
-}
-
-fn spawn(dir: &TestDir, role: &str, pri: &str, label: &str, extra: &[(&str, String)]) -> Kid {
-    spawn_in(&[], dir, role, pri, label, extra)
-}
-
-/// `spawn`, the child run under `wrap` (a command that runs the rest of its arguments,
-/// e.g. `unshare --ipc`).
-fn spawn_in(
-    wrap: &[&str],
-    dir: &TestDir,
-    role: &str,
-    pri: &str,
-    label: &str,
-    extra: &[(&str, String)],
-) -> Kid {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = match wrap.split_first() {
-        Some((first, rest)) => {
-            let mut c = Command::new(first);
-            c.args(rest).arg(&exe);
-            c
-        }
-        None => Command::new(&exe),
-    };
-    cmd.args(["child_main", "--exact", "--nocapture", "--test-threads=1"])
-        .env("SP_ROLE", role)
-        .env("SP_DIR", &dir.0)
-        .env("SP_PRI", pri)
-        .env("SP_LABEL", label)
-        .stdout(Stdio::null());
-    for (k, v) in extra {
-        cmd.env(k, v);
-    }
-    Kid(cmd.spawn().unwrap())
 }
 
 fn open(dir: &TestDir) -> Arbiter {

@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use softpreempt_sched::ArbiterOptions;
 
+pub mod kids;
+
 /// A private segment directory under /dev/shm, removed on drop, so tests run in parallel.
 pub struct TestDir(pub PathBuf);
 
