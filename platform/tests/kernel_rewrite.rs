@@ -9,7 +9,7 @@
 //! `SOFTPREEMPT_TEST_ICD` names another vendor's `.icd` file (NVIDIA's on the GPU machine).
 
 use opencl_sys::*;
-use softpreempt_platform::core::kernel_source::{analyse_with_options, geometry_arg, rewrite};
+use softpreempt_transform::{analyse_with_options, geometry_arg, rewrite};
 use std::ffi::{c_void, CString};
 use std::ptr::{null, null_mut};
 use std::sync::OnceLock;

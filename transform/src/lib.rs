@@ -1,4 +1,8 @@
-//! Kernel source analysis and rewriting, for slicing (architecture rule 5).
+//! Kernel source transforms: OpenCL C text in, OpenCL C text out. No FFI and no OpenCL, so
+//! everything here can be fuzzed and tested alone; `softpreempt-platform` calls it when an
+//! application builds a program.
+//!
+//! ## Analysis and the geometry rewrite, for slicing (architecture rule 5)
 //!
 //! A slice is a launch of its own (a sub-range of whole work-groups with a global offset),
 //! so inside it `get_group_id`, `get_num_groups`, `get_global_size`, `get_global_offset`
