@@ -26,6 +26,7 @@ mod options;
 mod parse;
 mod pp;
 mod rewrite;
+mod yielding;
 
 #[cfg(test)]
 mod tests;
@@ -34,6 +35,9 @@ use std::fmt;
 
 pub use builtins::GEOMETRY;
 pub use rewrite::{geometry_arg, Rewritten, GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
+pub use yielding::{
+    yield_geometry_arg, YieldKernel, YieldProgram, ENTRY_PREFIX, TICKET, YIELD_WORD,
+};
 
 /// A set of [`GEOMETRY`] builtins.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
@@ -166,5 +170,27 @@ pub fn rewrite(analysis: &Analysis) -> Option<Rewritten> {
     std::panic::catch_unwind(run).unwrap_or_else(|_| {
         tracing::warn!("kernel source rewrite failed; the program's kernels are not sliced");
         None
+    })
+}
+
+/// The program rewritten for yielding launches: each kernel that can be rewritten gets a
+/// persistent entry kernel (see the crate documentation for what it does and the host's
+/// protocol). `None` when no kernel can be rewritten, or the program is not understood;
+/// [`yielding_or_why`] says why. Never panics.
+pub fn yielding(analysis: &Analysis) -> Option<YieldProgram> {
+    yielding_or_why(analysis).ok()
+}
+
+/// [`yielding`], or, when no kernel can be rewritten, each kernel with the reason (to show
+/// users).
+pub fn yielding_or_why(analysis: &Analysis) -> Result<YieldProgram, Vec<(String, String)>> {
+    let run = std::panic::AssertUnwindSafe(|| yielding::yielding_unguarded(analysis));
+    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        tracing::warn!("yielding rewrite failed; the program's kernels do not yield");
+        Err(analysis
+            .kernels
+            .iter()
+            .map(|k| (k.name.clone(), "the yielding rewrite failed".to_string()))
+            .collect())
     })
 }

@@ -33,6 +33,8 @@ pub struct Macro {
     pub body: Vec<TokRef>,
     /// The file of the `#define`.
     pub file: u32,
+    /// How many code tokens came before it: a use before that point is not of this body.
+    pub at: usize,
 }
 
 pub struct Unit {
@@ -43,6 +45,10 @@ pub struct Unit {
     /// For each code token, how many conditional directives came before it: tokens with
     /// the same number are present or absent together, whatever the build defines.
     pub regions: Vec<u32>,
+    /// For each code token, whether it sits inside a conditional group (`#if` ... `#endif`).
+    pub conditional: Vec<bool>,
+    /// The names given to `#undef` (which the analysis otherwise ignores).
+    pub undefs: Vec<String>,
     /// Why the unit cannot be analysed with confidence.
     pub problem: Option<String>,
 }
@@ -90,6 +96,8 @@ impl Unit {
             macros: Vec::new(),
             code: Vec::new(),
             regions: Vec::new(),
+            conditional: Vec::new(),
+            undefs: Vec::new(),
             problem: None,
         };
         for f in &unit.files {
@@ -219,8 +227,16 @@ impl Unit {
             // Other ways to pull in text that the program's headers do not hold.
             "include_next" | "import" | "embed" => self.fail(format!("#{name} on line {line}")),
             "define" => self.define(file, a + 1, b, line),
-            // #undef is ignored: a name keeps every body it ever had (an over-approximation),
-            // and #pragma, #line, #error, #warning do not change what the code reads.
+            // #undef is otherwise ignored: a name keeps every body it ever had (an
+            // over-approximation). It is recorded for the yielding rewrite, which copies
+            // kernel bodies past the last line, where an #undef'd name means something else.
+            "undef" => {
+                if let Some(t) = toks.get(1) {
+                    let name = t.text.clone();
+                    self.undefs.push(name);
+                }
+            }
+            // #pragma, #line, #error, #warning do not change what the code reads.
             _ => {}
         }
     }
@@ -297,6 +313,7 @@ impl Unit {
             params,
             body,
             file,
+            at: self.code.len(),
         });
     }
 }
@@ -357,6 +374,7 @@ impl State {
         }
         unit.code.push(r);
         unit.regions.push(self.region);
+        unit.conditional.push(!self.groups.is_empty());
     }
 }
 

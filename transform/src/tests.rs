@@ -514,19 +514,9 @@ fn every_geometry_builtin_is_replaced_and_defined() {
     }
 }
 
-/// A small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+#[path = "../../tests/rewrite_corpus/rng.rs"]
+mod rng;
+pub(crate) use rng::Rng;
 
 /// Programs the rewrite handles, as seeds for the fuzz test.
 const SEEDS: &[&str] = &[
