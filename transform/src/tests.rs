@@ -593,7 +593,7 @@ fn fuzz_never_panics() {
         "size_t hh(void) { return get_num_groups(0); }\n#include \"h.h\"\n",
     )]);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let (mut analysed, mut rewritten) = (0, 0);
+    let (mut analysed, mut rewritten, mut yielded) = (0, 0, 0);
     for round in 0..4000 {
         let mut src = SEEDS[rng.below(SEEDS.len())].to_string();
         match round % 4 {
@@ -616,6 +616,13 @@ fn fuzz_never_panics() {
             }
         }
         let a = analyse_unguarded(&src, &hdrs, "-DA=get_global_size(0)");
+        // The yielding rewrite keeps the numbering too, and never panics either.
+        if let Ok(y) = yielding::yielding_unguarded(&a) {
+            let tail = format!("\n{}\n/* SoftPreempt: the builtins", rewrite::PSABI);
+            let app = &y.source[..y.source.find(&tail).expect("definitions")];
+            assert_eq!(app.lines().count(), src.lines().count(), "{src:?}");
+            yielded += 1;
+        }
         let r = rewrite::rewrite_unguarded(&a);
         // Whatever comes back keeps the numbering of the application's lines.
         if let Some(r) = r.filter(|r| !r.kernels.is_empty()) {
@@ -626,7 +633,7 @@ fn fuzz_never_panics() {
     }
     // The inputs reach the deep end: many are understood, and many rewritten.
     assert!(
-        analysed > 1000 && rewritten > 500,
-        "{analysed} analysed, {rewritten} rewritten"
+        analysed > 1000 && rewritten > 500 && yielded > 500,
+        "{analysed} analysed, {rewritten} rewritten, {yielded} yielding"
     );
 }
