@@ -203,9 +203,12 @@ fn attributes_are_kept_and_reqd_work_group_size_read() {
         "reqd_work_group_size comes through macro `WG`",
     );
     skipped(
-        "#define N 8\nkernel __attribute__((reqd_work_group_size(N, 1, 1))) void k(global int* o) { o[0] = 1; }",
+        "#define N (4 * 2)\nkernel __attribute__((reqd_work_group_size(N, 1, 1))) void k(global int* o) { o[0] = 1; }",
         "not three decimal integers",
     );
+    // A macro that names one integer is read.
+    let p = program("#define N 8\nkernel __attribute__((reqd_work_group_size(N, N, 1u))) void k(global int* o) { o[0] = 1; }");
+    assert_eq!(p.kernels[0].reqd_local, Some([8, 8, 1]));
 }
 
 #[test]

@@ -558,12 +558,48 @@ impl<'a> Yielder<'a> {
         Ok(())
     }
 
+    /// The value of an integer literal, or of an object-like macro whose every definition
+    /// is the same one integer literal (`#define WG 64`).
+    fn integer(&self, text: &str) -> Option<usize> {
+        let literal = |t: &str| {
+            t.trim_end_matches(['u', 'U', 'l', 'L'])
+                .parse::<usize>()
+                .ok()
+        };
+        if let Some(v) = literal(text) {
+            return Some(v);
+        }
+        let mut defs = self
+            .unit
+            .macros
+            .iter()
+            .filter(|d| d.name == text)
+            .peekable();
+        defs.peek()?;
+        let mut value = None;
+        for d in defs {
+            let v = match (&d.params, d.body.as_slice()) {
+                (None, [t]) => literal(self.unit.text(*t))?,
+                _ => return None,
+            };
+            if value.replace(v).is_some_and(|w| w != v) {
+                return None;
+            }
+        }
+        value
+    }
+
     /// The kernel's `reqd_work_group_size`, if it has one.
     fn reqd(&self, f: &Func) -> Result<Option<[usize; 3]>, String> {
         let toks = &self.unit.code[f.header.clone()];
         let text = |i: usize| toks.get(i).map_or("", |&r| self.unit.text(r));
         for m in mentions(self.unit, toks) {
-            if self.reqd.contains(m.name) {
+            let size_macro = self
+                .unit
+                .macros
+                .iter()
+                .any(|d| d.name == m.name && self.integer(m.name).is_some());
+            if self.reqd.contains(m.name) && !size_macro {
                 return Err(format!(
                     "reqd_work_group_size comes through macro `{}`",
                     m.name
@@ -579,17 +615,15 @@ impl<'a> Yielder<'a> {
                 (m.at + 5, ","),
                 (m.at + 7, ")"),
             ];
-            let literal = |i: usize| {
-                text(i)
-                    .trim_end_matches(['u', 'U', 'l', 'L'])
-                    .parse::<usize>()
-                    .ok()
-            };
+            let literal = |i: usize| self.integer(text(i));
             for (d, v) in size.iter_mut().enumerate() {
                 *v = literal(m.at + 2 + 2 * d).unwrap_or(0);
             }
             if shape.iter().any(|(i, p)| text(*i) != *p) || size.contains(&0) {
-                return Err("reqd_work_group_size is not three decimal integers".into());
+                return Err(
+                    "reqd_work_group_size is not three decimal integers (or macros for them)"
+                        .into(),
+                );
             }
             return Ok(Some(size));
         }
