@@ -15,7 +15,7 @@
 
 use opencl_sys::*;
 use softpreempt_transform::{
-    analyse, yield_geometry_arg, yielding, YieldProgram, TICKET, YIELD_WORD,
+    analyse, analyse_with_options, yield_geometry_arg, yielding, YieldProgram, TICKET, YIELD_WORD,
 };
 use std::ffi::{c_void, CString};
 use std::ptr::{null, null_mut};
@@ -84,6 +84,20 @@ const SWITCH_RETURN: &str = "
     default:
         acc ^= 5u;
     }";
+const WRAP_OPEN: &str = "
+#ifdef WRAP
+#if SHIFT > 2";
+const WRAPPED_PIECE: &str = "
+#if defined(WRAP) && SHIFT > 1
+    acc ^= acc >> SHIFT;
+#else
+    acc ^= 1u;
+#endif";
+const WRAP_CLOSE: &str = "#else
+kernel void gen(global uint* out, global const uint* in, local uint* scratch, uint salt) { out[0] = salt; }
+#endif
+#endif
+";
 const TAIL: &str = "
     out[i] = acc;
 }
@@ -101,11 +115,19 @@ struct Gen {
     salt: u32,
     /// The ticket counter's value before the first launch (near the wrap, at times).
     ticket: u32,
+    /// Build options (the `-D`s that conditional groups read).
+    options: &'static str,
 }
 
 fn generate(seed: u64) -> Gen {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let mut source = String::from(PRELUDE) + HEAD;
+    // At times the kernel sits in conditional groups, and has one in its body.
+    let wrapped = rng.coin();
+    let mut source = String::from(PRELUDE);
+    if wrapped {
+        source += WRAP_OPEN;
+    }
+    source += HEAD;
     let tile = rng.coin();
     if tile {
         source += TILE_DECL;
@@ -123,7 +145,13 @@ fn generate(seed: u64) -> Gen {
     if rng.coin() {
         source += SWITCH_RETURN;
     }
+    if wrapped {
+        source += WRAPPED_PIECE;
+    }
     source += TAIL;
+    if wrapped {
+        source += WRAP_CLOSE;
+    }
     let work_dim = 1 + rng.below(3) as u32;
     let (mut offset, mut global, mut local) = ([0; 3], [1; 3], [1; 3]);
     let with_offset = rng.coin();
@@ -151,6 +179,7 @@ fn generate(seed: u64) -> Gen {
         persistent: 1 + rng.below(3),
         salt: rng.next() as u32,
         ticket,
+        options: if wrapped { "-DWRAP -DSHIFT=3" } else { "" },
     }
 }
 
@@ -529,9 +558,11 @@ fn run_entry(
 fn check(seed: u64, yields: &mut Yields) {
     let g = generate(seed);
     let cl = Cl::get();
-    let analysis = analyse(&g.source, &[]);
-    let program: YieldProgram =
-        yielding(&analysis).unwrap_or_else(|| panic!("seed {seed}: not rewritten:\n{}", g.source));
+    let analysis = analyse_with_options(&g.source, &[], g.options);
+    let program: YieldProgram = yielding(&analysis).unwrap_or_else(|| {
+        let why = softpreempt_transform::yielding_or_why(&analysis).err();
+        panic!("seed {seed}: not rewritten: {why:?}\n{}", g.source)
+    });
     assert!(
         program.skipped.is_empty(),
         "seed {seed}: {:?}",
@@ -540,14 +571,16 @@ fn check(seed: u64, yields: &mut Yields) {
     let k = &program.kernels[0];
     assert_eq!((k.name.as_str(), k.args), ("gen", 4), "seed {seed}");
     let original = cl
-        .build(&g.source, &[], "")
+        .build(&g.source, &[], g.options)
         .unwrap_or_else(|log| panic!("seed {seed}: {log}"));
-    let rewritten = cl.build(&program.source, &[], "").unwrap_or_else(|log| {
-        panic!(
-            "seed {seed}: the rewrite does not build:\n{log}\n{}",
-            program.source
-        )
-    });
+    let rewritten = cl
+        .build(&program.source, &[], g.options)
+        .unwrap_or_else(|log| {
+            panic!(
+                "seed {seed}: the rewrite does not build:\n{log}\n{}",
+                program.source
+            )
+        });
     let whole = {
         let l = Launcher::new(&g, original, "gen", false);
         l.enqueue(g.work_dim, &g.offset, &g.global, &g.local);

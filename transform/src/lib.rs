@@ -66,14 +66,21 @@
 //! - The counter is 32 bits and wraps; total groups must stay below `2^31` so that the
 //!   differences stay unambiguous.
 //!
+//! **Conditional groups.** The copy of a kernel past the last line is put under the
+//! conditions of the `#if` groups around the kernel (`#if (defined(A)) && !(N > 2) ...`),
+//! so that the build keeps the entry exactly when it keeps the kernel, and groups inside
+//! the body come with the copy. Definitions of one kernel in distinct branches each get
+//! their entry.
+//!
 //! **What is not rewritten** (each in [`YieldProgram::skipped`] with its reason): kernels
-//! the analysis is unsure of; kernels inside a conditional group, or that use a macro that
-//! is `#undef`'d or defined at or after them (their copy past the last line would read
-//! otherwise); a `return` inside a macro; a `return` that a barrier or another work-group
+//! the analysis is unsure of; kernels that use a macro that is `#undef`'d or defined at or
+//! after them, or sit in (or hold) an `#if` whose condition reads a macro defined or
+//! `#undef`'d after the group opens, such as an include guard (their copy past the last
+//! line would read otherwise); a `return` inside a macro; a `return` that a barrier or another work-group
 //! function may follow in the same execution (after it, or in a loop around it: barriers
 //! must stay uniform); a `__local` declaration that names something the body mentions
-//! before it (it is hoisted to kernel scope); a `reqd_work_group_size` that is not three
-//! literals. [`yielding`] never panics; a program the rewrite cannot follow gets `None`.
+//! before it or sits inside an `#if` of the body (it is hoisted to kernel scope); a
+//! `reqd_work_group_size` that is not three integer literals (or macros for them). [`yielding`] never panics; a program the rewrite cannot follow gets `None`.
 
 mod analyse;
 mod builtins;

@@ -229,9 +229,10 @@ fn line_numbers_do_not_move() {
 
 #[test]
 fn text_that_could_mean_something_else_past_the_last_line_is_refused() {
+    // An include guard: the condition reads otherwise past the last line.
     skipped(
-        "#ifdef FAST\nkernel void k(global int* o) { o[0] = 1; }\n#endif\n",
-        "inside a conditional group",
+        "#ifndef K_H\n#define K_H\nkernel void k(global int* o) { o[0] = 1; }\n#endif\n",
+        "whose condition reads `K_H`, which is defined or #undef'd after it",
     );
     skipped(
         "#define V 1\nkernel void k(global int* o) { o[0] = V; }\n#undef V\n",
@@ -309,4 +310,41 @@ fn slicing_is_unchanged_by_get_global_id() {
     assert!(a.kernel("k").unwrap().geometry.is_empty());
     assert!(rewrite(&a).unwrap().kernels.is_empty());
     assert_eq!(a.blocker("k", false), None);
+}
+
+#[test]
+fn kernels_in_conditional_groups_keep_their_conditions() {
+    let src = "#ifdef FAST\n#if N > 2\nkernel void k(global int* o) { o[0] = 1; }\n#endif\n#else\nkernel void k(global int* o) {\n#ifdef TWO\n  o[0] = 2;\n#else\n  o[0] = 3;\n#endif\n}\n#endif\n";
+    let p = program(src);
+    assert_eq!(p.kernels.len(), 1);
+    let tail = &p.source[app(&p).len()..];
+    let first = tail.find("#if (defined(FAST)) && (N > 2)\n").expect(tail);
+    let second = tail.find("#if !(defined(FAST)) && (1)\n").expect(tail);
+    assert!(first < second, "{tail}");
+    assert_eq!(tail.matches("#endif").count(), 3, "{tail}");
+    // The group inside the body comes with the copy.
+    assert!(
+        tail[second..].contains("#ifdef TWO\n  o[0] = 2;\n#else"),
+        "{tail}"
+    );
+    // Definitions in the same branch, or one outside any, are not for choosing between.
+    skipped(
+        "kernel void k(global int* o) { o[0] = 1; }\n#ifdef A\nkernel void k(global int* o) { o[0] = 2; }\n#endif\n",
+        "defined more than once",
+    );
+    // Definitions that differ in shape are refused.
+    skipped(
+        "#ifdef A\nkernel void k(global int* o) { o[0] = 1; }\n#else\nkernel void k(global int* o, int n) { o[0] = n; }\n#endif\n",
+        "differ in parameters",
+    );
+    // A __local declaration inside an #if of the body cannot be hoisted alone.
+    skipped(
+        "kernel void k(global int* o) {\n#ifdef A\n  local int t[4];\n#else\n  local float t[4];\n#endif\n  t[0] = 1; o[0] = t[0];\n}\n",
+        "inside an #if",
+    );
+    // A condition on a macro redefined later is re-read wrongly: refused.
+    skipped(
+        "#define W 1\n#if W\nkernel void k(global int* o) { o[0] = 1; }\n#endif\n#undef W\n",
+        "`W`, which is defined or #undef'd after it",
+    );
 }

@@ -12,10 +12,11 @@
 //! a copy of the kernel's (rewritten) body inside, in which `return` jumps to the end of
 //! the loop's body.
 //!
-//! The copy is compiled after the whole application, so every kernel whose text could
-//! mean something else there is skipped (and says why): one inside a conditional group,
-//! one that uses a macro that is `#undef`'d or defined (again) after it, one that returns
-//! from inside a macro. So is one whose barriers may not stay uniform: a `return` that may
+//! The copy is compiled after the whole application, under the conditions of the `#if`
+//! groups around the kernel, so every kernel whose text could mean something else there is
+//! skipped (and says why): one that uses a macro that is `#undef`'d or defined (again)
+//! after it, one under a condition that reads such a macro, one that returns from inside
+//! a macro. So is one whose barriers may not stay uniform: a `return` that may
 //! be followed by a barrier or a work-group function in the same execution of the kernel
 //! (its items would meet the loop's barriers while others wait in the body's).
 
@@ -242,27 +243,110 @@ impl<'a> Yielder<'a> {
         if let Some(why) = &k.unsure {
             return Err(format!("kernel {why}"));
         }
-        let mut defs = self
-            .model
-            .parsed
-            .funcs
+        let defs: Vec<&Func> = (self.model.parsed.funcs.iter())
+            .filter(|f| f.name == k.name && f.body.is_some())
+            .collect();
+        // Several definitions are fine in distinct branches of conditional groups: each
+        // gets its entry, under its conditions, and the build keeps one.
+        let conds: Vec<u32> = defs
             .iter()
-            .filter(|f| f.name == k.name && f.body.is_some());
-        let (Some(f), None) = (defs.next(), defs.next()) else {
+            .map(|f| self.unit.conds[f.header.start])
+            .collect();
+        let distinct = conds.iter().collect::<HashSet<_>>().len() == conds.len();
+        if defs.len() > 1 && (!distinct || conds.contains(&0)) {
             return Err("kernel is defined more than once".into());
+        }
+        let mut text = String::new();
+        let mut shape = None;
+        for f in defs {
+            let (t, args, reqd) = self.definition(k, f)?;
+            if shape
+                .replace((args, reqd))
+                .is_some_and(|s| s != (args, reqd))
+            {
+                return Err(
+                    "kernel's definitions differ in parameters or reqd_work_group_size".into(),
+                );
+            }
+            text += &t;
+        }
+        let Some((args, reqd_local)) = shape else {
+            return Err("kernel has no definition".into());
         };
+        Ok((
+            text,
+            YieldKernel {
+                name: k.name.clone(),
+                entry: format!("{ENTRY_PREFIX}{}", k.name),
+                args,
+                reqd_local,
+                work_group_dependent: k.work_group_dependent,
+            },
+        ))
+    }
+
+    /// The `#if` that puts an entry under the conditions of the groups around code token
+    /// `first` (whose conditions are number `id`), or nothing outside groups. The
+    /// conditions are evaluated again past the last line: none may read a macro that is
+    /// defined or `#undef`'d after its group opens (an include guard, say).
+    fn conditions(&self, id: u32, first: usize) -> Result<String, String> {
+        let stack = self
+            .unit
+            .cond_stacks
+            .get(id as usize)
+            .map_or(&[][..], |s| s);
+        for c in stack {
+            for name in &c.names {
+                let later = self
+                    .unit
+                    .macros
+                    .iter()
+                    .any(|m| m.name == *name && m.seq > c.seq);
+                if later || self.unit.undefs.contains(name) {
+                    return Err(format!(
+                        "kernel is inside an #if (around line {}) whose condition reads `{name}`, \
+                         which is defined or #undef'd after it",
+                        self.line(first)
+                    ));
+                }
+            }
+        }
+        Ok(match stack {
+            [] => String::new(),
+            _ => {
+                let all: Vec<&str> = stack.iter().map(|c| c.text.as_str()).collect();
+                format!("\n#if {}", all.join(" && "))
+            }
+        })
+    }
+
+    /// The entry of one definition `f` of kernel `k` (with its `#if`, if any), its
+    /// parameter count and its `reqd_work_group_size`.
+    fn definition(
+        &self,
+        k: &KernelInfo,
+        f: &Func,
+    ) -> Result<(String, u32, Option<[usize; 3]>), String> {
         let body = f.body.clone().unwrap_or_default();
         let (first, open, close) = (f.header.start, body.start - 1, body.end);
         let file = self.unit.code[first].file;
         if self.unit.code[first..=close].iter().any(|r| r.file != file) {
             return Err("kernel spans more than one file".into());
         }
-        if self.unit.conditional[first..=close].iter().any(|&c| c) {
-            return Err(format!(
-                "kernel is inside a conditional group (#if, line {})",
-                self.line(first)
-            ));
+        // Groups inside the body are copied with it, and their conditions evaluated again.
+        let id = self.unit.conds[first];
+        let stacks = &self.unit.cond_stacks;
+        let outer = &stacks[id as usize];
+        let mut inner: HashSet<u32> = HashSet::new();
+        for &c in &self.unit.conds[first..=close] {
+            if !stacks[c as usize].starts_with(outer) {
+                return Err("kernel spans branches of a conditional group".into());
+            }
+            if c != id && inner.insert(c) {
+                self.conditions(c, first)?;
+            }
         }
+        let wrap = self.conditions(id, first)?;
         let args = self
             .r
             .param_count(f)
@@ -325,16 +409,11 @@ impl<'a> Yielder<'a> {
                 ("NAME", &k.name),
             ],
         );
-        Ok((
-            entry,
-            YieldKernel {
-                name: k.name.clone(),
-                entry: format!("{ENTRY_PREFIX}{}", k.name),
-                args,
-                reqd_local,
-                work_group_dependent: k.work_group_dependent,
-            },
-        ))
+        let entry = match wrap.as_str() {
+            "" => entry,
+            _ => format!("{wrap}{entry}#endif\n"),
+        };
+        Ok((entry, args, reqd_local))
     }
 
     /// The kernel's text (code tokens `span`) is copied past the last line, where every
@@ -500,6 +579,12 @@ impl<'a> Yielder<'a> {
                 }
                 ";" => {
                     if self.is_local_decl(toks, start..i) {
+                        if self.unit.conds[base + start] != self.unit.conds[base - 1] {
+                            return Err(format!(
+                                "the __local declaration on line {} is inside an #if",
+                                self.line(base + start)
+                            ));
+                        }
                         self.check_hoistable(toks, start..i, base)?;
                         out.push(start..i + 1);
                     }
