@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --workspace
 list=$( (cargo test --release --workspace --no-run 2>&1; cargo bench --bench overhead --bench preempt --no-run 2>&1) |
-  sed -n 's/.*Executable \(tests\|benches\)\/\(api_\|abi\|clinfo\|managed_\|program_binaries\|kernel_rewrite\|overhead\|preempt\).*(\(.*\))/\3/p')
+  sed -n 's/.*Executable \(tests\|benches\)\/\(api_\|abi\|clinfo\|managed_\|program_binaries\|kernel_rewrite\|yield_rewrite\|overhead\|preempt\).*(\(.*\))/\3/p')
 rm -rf carry/bin && mkdir -p carry/bin
 for f in $list; do cp "$f" "carry/bin/$(basename "$f" | sed 's/-[0-9a-f]*$//')"; done
 cp target/release/libsoftpreempt.so target/release/softpreempt carry/bin/

@@ -82,7 +82,7 @@ pub(crate) fn wrap_kernel(
 /// Gives a rewritten kernel's hidden argument the value that makes it read the real
 /// builtins: every launch that reaches the vendor whole is then right as it is.
 fn set_native_geometry(inner: &Inner<cl_kernel>, index: cl_uint) {
-    use crate::core::kernel_source::{GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
+    use softpreempt_transform::{GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
     let rc = match inner.vt.clSetKernelArg {
         // SAFETY: the vendor's kernel; a by-value argument of the size of its ulong16.
         Some(f) => unsafe {

@@ -665,7 +665,7 @@ fn rewritten_build(
     else {
         return Ok(None);
     };
-    let Some(r) = crate::core::kernel_source::rewrite(&analysis) else {
+    let Some(r) = softpreempt_transform::rewrite(&analysis) else {
         return Ok(None);
     };
     // Helpers whose signature changed must not be called from another compilation unit;

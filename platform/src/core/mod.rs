@@ -9,7 +9,6 @@ pub mod events;
 pub mod extensions;
 pub mod forward;
 pub mod handle;
-pub mod kernel_source;
 pub mod managed;
 pub mod objects;
 pub mod os_priority;

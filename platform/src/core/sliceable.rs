@@ -2,7 +2,7 @@
 //!
 //! A slice is launched with a global offset, so a kernel that reads `get_group_id`,
 //! `get_num_groups`, `get_global_size`, `get_global_offset` (or their 2.0 relatives) would
-//! see other values inside a slice. Source is analysed (`kernel_source`). A binary the
+//! see other values inside a slice. Source is analysed (the `softpreempt-transform` crate). A binary the
 //! layer built from source is known to the program store (`crate::store`, answered by
 //! `core::binaries` before this module is asked); of other binaries, PTX (NVIDIA's) is
 //! analysed (`core::ptx`); the rest are sliced only when the configuration vouches for
@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use crate::config::{self, SafeBinary};
 use crate::core::cl::*;
-use crate::core::kernel_source::{self, Analysis};
 use crate::core::objects::Sliceable;
 use crate::core::ptx;
 use crate::store::KernelFacts;
+use softpreempt_transform::{self as kernel_source, Analysis};
 
 /// Where a program's code came from, as far as slicing is concerned.
 #[derive(Clone, Default)]

@@ -175,7 +175,7 @@ pub fn snapshot(k: &Kernel) -> Option<Retained> {
 /// NULL one the kernel is sliceable only if it does not depend on the work-group size, so
 /// it never reads the local-size fields.
 fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) -> bool {
-    let (bytes, size) = crate::core::kernel_source::geometry_arg(
+    let (bytes, size) = softpreempt_transform::geometry_arg(
         geo.work_dim,
         geo.offset.unwrap_or([0; 3]),
         geo.global,

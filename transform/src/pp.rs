@@ -33,6 +33,22 @@ pub struct Macro {
     pub body: Vec<TokRef>,
     /// The file of the `#define`.
     pub file: u32,
+    /// How many code tokens came before it: a use before that point is not of this body.
+    pub at: usize,
+    /// How many directives came before it (see [`Cond::seq`]).
+    pub seq: usize,
+}
+
+/// The condition under which the current branch of one open conditional group is compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cond {
+    /// A preprocessor expression: the branch's condition, with the negations of those of
+    /// the branches before it.
+    pub text: String,
+    /// The identifiers in it (`defined` aside).
+    pub names: Vec<String>,
+    /// How many directives came before the group's `#if`.
+    pub seq: usize,
 }
 
 pub struct Unit {
@@ -43,6 +59,15 @@ pub struct Unit {
     /// For each code token, how many conditional directives came before it: tokens with
     /// the same number are present or absent together, whatever the build defines.
     pub regions: Vec<u32>,
+    /// For each code token, the conditional groups around it: an index into
+    /// [`Unit::cond_stacks`] (0: none).
+    pub conds: Vec<u32>,
+    /// Stacks of the conditions of open groups, outermost first.
+    pub cond_stacks: Vec<Vec<Cond>>,
+    /// Directives read so far.
+    seq: usize,
+    /// The names given to `#undef` (which the analysis otherwise ignores).
+    pub undefs: Vec<String>,
     /// Why the unit cannot be analysed with confidence.
     pub problem: Option<String>,
 }
@@ -63,6 +88,13 @@ struct Group {
     start: [i64; 2],
     low: [i64; 2],
     line: usize,
+    /// The conditions of the branches before the current one, and the current one's.
+    prior: Vec<String>,
+    current: String,
+    /// The identifiers of all its directives so far.
+    names: Vec<String>,
+    /// Directives read before its `#if`.
+    seq: usize,
 }
 
 impl Unit {
@@ -90,6 +122,10 @@ impl Unit {
             macros: Vec::new(),
             code: Vec::new(),
             regions: Vec::new(),
+            conds: Vec::new(),
+            cond_stacks: vec![Vec::new()],
+            seq: 0,
+            undefs: Vec::new(),
             problem: None,
         };
         for f in &unit.files {
@@ -106,6 +142,7 @@ impl Unit {
             stack: vec![],
             groups: vec![],
             region: 0,
+            cond: 0,
         };
         unit.feed(unit.options_file(), &mut st);
         unit.feed(MAIN, &mut st);
@@ -178,6 +215,8 @@ impl Unit {
         let skipping = st.skipping();
         // `#if 0` and `#elif 0` are the only conditions evaluated; the rest are kept live.
         let is_zero = toks.len() == 2 && toks[1].is("0");
+        self.seq += 1;
+        let (cond, cond_names) = condition(&name, &toks[1..]);
         if matches!(
             name.as_str(),
             "if" | "ifdef" | "ifndef" | "elif" | "else" | "elifdef" | "elifndef" | "endif"
@@ -185,12 +224,19 @@ impl Unit {
             st.region += 1;
         }
         match name.as_str() {
-            "if" | "ifdef" | "ifndef" => st.groups.push(Group {
-                skipped: skipping || (name == "if" && is_zero),
-                start: st.depth,
-                low: st.depth,
-                line,
-            }),
+            "if" | "ifdef" | "ifndef" => {
+                st.groups.push(Group {
+                    skipped: skipping || (name == "if" && is_zero),
+                    start: st.depth,
+                    low: st.depth,
+                    line,
+                    prior: Vec::new(),
+                    current: cond,
+                    names: cond_names,
+                    seq: self.seq,
+                });
+                self.conditions_changed(st);
+            }
             "elif" | "else" | "elifdef" | "elifndef" => {
                 let outer = st.groups.len().saturating_sub(1);
                 let outer_skipped = st.groups[..outer].iter().any(|g| g.skipped);
@@ -204,25 +250,63 @@ impl Unit {
                 g.skipped = outer_skipped || (name == "elif" && is_zero);
                 g.start = depth;
                 g.low = depth;
+                let before = std::mem::replace(&mut g.current, cond);
+                g.prior.push(before);
+                g.names.extend(cond_names);
+                self.conditions_changed(st);
             }
             "endif" if st.groups.len() <= base => {
                 self.fail(format!("#endif without #if on line {line}"))
             }
-            "endif" => match st.groups.pop() {
-                Some(g) if !g.skipped && !g.balanced(st.depth) => {
-                    self.fail(format!("a branch ending on line {line} is unbalanced"))
+            "endif" => {
+                match st.groups.pop() {
+                    Some(g) if !g.skipped && !g.balanced(st.depth) => {
+                        self.fail(format!("a branch ending on line {line} is unbalanced"))
+                    }
+                    _ => {}
                 }
-                _ => {}
-            },
+                self.conditions_changed(st);
+            }
             _ if skipping => {}
             "include" => self.include(file, a + 1, b, line, st),
             // Other ways to pull in text that the program's headers do not hold.
             "include_next" | "import" | "embed" => self.fail(format!("#{name} on line {line}")),
             "define" => self.define(file, a + 1, b, line),
-            // #undef is ignored: a name keeps every body it ever had (an over-approximation),
-            // and #pragma, #line, #error, #warning do not change what the code reads.
+            // #undef is otherwise ignored: a name keeps every body it ever had (an
+            // over-approximation). It is recorded for the yielding rewrite, which copies
+            // kernel bodies past the last line, where an #undef'd name means something else.
+            "undef" => {
+                if let Some(t) = toks.get(1) {
+                    let name = t.text.clone();
+                    self.undefs.push(name);
+                }
+            }
+            // #pragma, #line, #error, #warning do not change what the code reads.
             _ => {}
         }
+    }
+
+    /// Records the conditions of the groups now open, for the code tokens that follow.
+    fn conditions_changed(&mut self, st: &mut State) {
+        let stack: Vec<Cond> = st
+            .groups
+            .iter()
+            .map(|g| {
+                let mut parts: Vec<String> = g.prior.iter().map(|p| format!("!({p})")).collect();
+                parts.push(format!("({})", g.current));
+                Cond {
+                    text: parts.join(" && "),
+                    names: g.names.clone(),
+                    seq: g.seq,
+                }
+            })
+            .collect();
+        st.cond = if stack.is_empty() {
+            0
+        } else {
+            self.cond_stacks.push(stack);
+            self.cond_stacks.len() as u32 - 1
+        };
     }
 
     fn include(&mut self, file: u32, a: usize, b: usize, line: usize, st: &mut State) {
@@ -297,6 +381,8 @@ impl Unit {
             params,
             body,
             file,
+            at: self.code.len(),
+            seq: self.seq,
         });
     }
 }
@@ -330,6 +416,8 @@ struct State {
     groups: Vec<Group>,
     /// Conditional directives seen so far.
     region: u32,
+    /// The conditions around the code that follows (see [`Unit::conds`]).
+    cond: u32,
 }
 
 impl State {
@@ -357,6 +445,7 @@ impl State {
         }
         unit.code.push(r);
         unit.regions.push(self.region);
+        unit.conds.push(self.cond);
     }
 }
 
@@ -364,4 +453,26 @@ impl Group {
     fn balanced(&self, depth: [i64; 2]) -> bool {
         self.start == depth && self.low == self.start
     }
+}
+
+/// The condition a conditional directive named `name` states, as a preprocessor
+/// expression, and the identifiers in it.
+fn condition(name: &str, toks: &[Tok]) -> (String, Vec<String>) {
+    let names = toks
+        .iter()
+        .filter(|t| t.kind == Kind::Ident && !t.is("defined"))
+        .map(|t| t.text.clone())
+        .collect();
+    let first = toks.first().map_or("", |t| t.text.as_str());
+    let text = match name {
+        "ifdef" | "elifdef" => format!("defined({first})"),
+        "ifndef" | "elifndef" => format!("!defined({first})"),
+        "else" => "1".to_string(),
+        _ => toks
+            .iter()
+            .map(|t| t.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    (text, names)
 }

@@ -9,7 +9,9 @@
 
 use std::collections::HashMap;
 
-use super::builtins::{geometry_bit, is_kernel_keyword, is_opaque, is_work_group_dependent};
+use super::builtins::{
+    geometry_bit, is_kernel_keyword, is_opaque, is_sync, is_work_group_dependent, SLICING,
+};
 use super::lex::Kind;
 use super::parse::{parse, Parsed};
 use super::pp::{TokRef, Unit};
@@ -18,8 +20,11 @@ use super::{Geometry, KernelInfo};
 /// What a node reads, itself or through the nodes it mentions.
 #[derive(Clone, Default, PartialEq, Eq, Debug)]
 pub struct Features {
+    /// Bits of the builtins of [`super::builtins::YIELDING`] it reads.
     pub geometry: u8,
     pub work_group: bool,
+    /// It reaches a barrier or another call every item of a group must reach together.
+    pub sync: bool,
     /// A macro that may produce `kernel`.
     kernel_keyword: bool,
     /// A macro that may produce `{`, `}` or `;`, so a use outside a function body could
@@ -37,6 +42,7 @@ impl Features {
         let before = self.clone();
         self.geometry |= o.geometry;
         self.work_group |= o.work_group;
+        self.sync |= o.sync;
         self.kernel_keyword |= o.kernel_keyword;
         self.structural |= o.structural;
         self.unbalanced |= o.unbalanced;
@@ -51,6 +57,7 @@ impl Features {
         Features {
             geometry: geometry_bit(name).unwrap_or(0),
             work_group: is_work_group_dependent(name),
+            sync: is_sync(name),
             kernel_keyword: is_kernel_keyword(name),
             unsure: is_opaque(name).then(|| format!("uses `{name}`")),
             ..Features::default()
@@ -305,7 +312,7 @@ fn kernels(
         };
         out.push(KernelInfo {
             name: f.name.clone(),
-            geometry: Geometry(feat.geometry),
+            geometry: Geometry(feat.geometry & SLICING),
             work_group_dependent: feat.work_group,
             unsure: feat.unsure.clone(),
         });

@@ -24,7 +24,7 @@
 //! units from defining the same symbol when linked together.
 
 use super::analyse::{mentions, Model};
-use super::builtins::{geometry_bit, GEOMETRY};
+use super::builtins::{geometry_bit, SLICING};
 use super::lex::Kind;
 use super::parse::{matching, Func};
 use super::pp::{TokRef, Unit, MAIN};
@@ -54,20 +54,23 @@ const PARAM_DECL: &str = "ulong16 __sp_geom";
 /// See [`Rewriter::prototypes`]. The first pragma keeps compilers whose clang has no
 /// `-Wpsabi` group (NVIDIA's) from warning about the second; it also mutes unknown-group
 /// warnings for the application's own pragmas, the one difference it makes to its log.
-const PSABI: &str = "_Pragma(\"clang diagnostic ignored \\\"-Wunknown-warning-option\\\"\") \
+pub(crate) const PSABI: &str =
+    "_Pragma(\"clang diagnostic ignored \\\"-Wunknown-warning-option\\\"\") \
                      _Pragma(\"clang diagnostic ignored \\\"-Wpsabi\\\"\") ";
 
 /// Bytes of the hidden argument's value.
 pub const GEOMETRY_ARG_SIZE: usize = 128;
 
-/// For each [`GEOMETRY`] builtin (same order), the stem of its replacement's name and
-/// whether it takes a dimension.
-const REPLACEMENTS: [(&str, bool); 5] = [
+/// For each builtin a rewrite may replace (the bit order of
+/// [`super::builtins::YIELDING`]: [`super::GEOMETRY`], then `get_global_id`), the stem of
+/// its replacement's name and whether it takes a dimension.
+const REPLACEMENTS: [(&str, bool); 6] = [
     ("group_id", true),
     ("num_groups", true),
     ("global_size", true),
     ("global_offset", true),
     ("global_linear_id", false),
+    ("global_id", true),
 ];
 
 /// The replacements' definitions, put after the application's last line (`_H` stands for
@@ -118,11 +121,24 @@ pub fn geometry_arg(
 
 /// One replacement of `start..end` of a file by `text`.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Debug)]
-struct Edit {
-    file: u32,
-    start: usize,
-    end: usize,
-    text: String,
+pub(crate) struct Edit {
+    pub file: u32,
+    pub start: usize,
+    pub end: usize,
+    pub text: String,
+}
+
+/// The files of the unit as they were given (main source, then the headers).
+fn unchanged(unit: &Unit) -> Rewritten {
+    Rewritten {
+        source: unit.files[MAIN as usize].text.clone(),
+        headers: unit.files[1..unit.options_file() as usize]
+            .iter()
+            .map(|f| (f.name.clone(), f.text.clone()))
+            .collect(),
+        kernels: Vec::new(),
+        helpers: Vec::new(),
+    }
 }
 
 /// See [`super::rewrite`].
@@ -131,34 +147,50 @@ pub(super) fn rewrite_unguarded(analysis: &Analysis) -> Option<Rewritten> {
         return None;
     }
     let model = analysis.model.as_ref()?;
-    let unit = &model.unit;
-    let unchanged = || Rewritten {
-        source: unit.files[MAIN as usize].text.clone(),
-        headers: unit.files[1..unit.options_file() as usize]
-            .iter()
-            .map(|f| (f.name.clone(), f.text.clone()))
-            .collect(),
-        kernels: Vec::new(),
-        helpers: Vec::new(),
-    };
-    if !model.funcs.values().any(|f| f.geometry != 0) {
-        return Some(unchanged());
+    if !model.funcs.values().any(|f| f.geometry & SLICING != 0) {
+        return Some(unchanged(&model.unit));
     }
+    let (r, edits) = plan(model, SLICING, "")?;
+    let kernels = r.kernel_indices()?;
+    let mut out = r.finish(
+        edits,
+        &DEFINITIONS.replace("_H(", &format!("_{}(", r.suffix)),
+    )?;
+    out.kernels = kernels;
+    let mut helpers: Vec<String> = model
+        .funcs
+        .iter()
+        .filter(|(n, f)| f.geometry & SLICING != 0 && !out.kernels.iter().any(|k| &k.0 == *n))
+        .map(|(n, _)| n.clone())
+        .collect();
+    helpers.sort();
+    out.helpers = helpers;
+    Some(out)
+}
+
+/// The edits that thread the geometry through every function that reads one of the
+/// builtins of `mask` (a set of bits of [`super::builtins::YIELDING`]) and replace those
+/// builtins; `tag` goes into the replacements' names. `None` when the program uses a
+/// builtin or such a function in a way the rewrite cannot follow.
+pub(crate) fn plan<'a>(model: &'a Model, mask: u8, tag: &str) -> Option<(Rewriter<'a>, Vec<Edit>)> {
+    let unit = &model.unit;
     let reserved = |t: &super::lex::Tok| {
         t.kind == Kind::Ident
             && t.text
                 .get(..5)
                 .is_some_and(|p| p.eq_ignore_ascii_case("__sp_"))
     };
+    let replaced = |name: &str| geometry_bit(name).is_some_and(|b| b & mask != 0);
     if unit.files.iter().flat_map(|f| &f.toks).any(reserved)
-        || unit.macros.iter().any(|m| geometry_bit(&m.name).is_some())
+        || unit.macros.iter().any(|m| replaced(&m.name))
     {
         return None;
     }
     let r = Rewriter {
         model,
         unit,
-        suffix: suffix(unit),
+        mask,
+        suffix: format!("{tag}{}", suffix(unit)),
     };
     let mut edits = Vec::new();
     for f in &model.parsed.funcs {
@@ -186,40 +218,16 @@ pub(super) fn rewrite_unguarded(analysis: &Analysis) -> Option<Rewritten> {
             return None; // A `-D` option's body cannot be edited.
         }
     }
-    let kernels = r.kernel_indices()?;
-    let end = unit.files[MAIN as usize].text.len();
-    edits.push(Edit {
-        file: MAIN,
-        start: end,
-        end,
-        // Two newlines: the first may only end a line splice the source ends with.
-        text: format!(
-            "\n{}",
-            DEFINITIONS.replace("_H(", &format!("_{}(", r.suffix))
-        ),
-    });
-    let mut out = unchanged();
-    out.source = apply(&unit.files[MAIN as usize].text, MAIN, &edits)?;
-    for (i, h) in out.headers.iter_mut().enumerate() {
-        h.1 = apply(&h.1, i as u32 + 1, &edits)?;
-    }
-    out.kernels = kernels;
-    let mut helpers: Vec<String> = model
-        .funcs
-        .iter()
-        .filter(|(n, f)| f.geometry != 0 && !out.kernels.iter().any(|k| &k.0 == *n))
-        .map(|(n, _)| n.clone())
-        .collect();
-    helpers.sort();
-    out.helpers = helpers;
-    Some(out)
+    Some((r, edits))
 }
 
-struct Rewriter<'a> {
+pub(crate) struct Rewriter<'a> {
     model: &'a Model,
     unit: &'a Unit,
+    /// The builtins replaced (bits of [`super::builtins::YIELDING`]).
+    mask: u8,
     /// Makes the replacements' names unique to this program.
-    suffix: String,
+    pub suffix: String,
 }
 
 /// A hash (FNV-1a) of the program's files, as 16 hex digits.
@@ -232,8 +240,31 @@ fn suffix(unit: &Unit) -> String {
 }
 
 impl Rewriter<'_> {
-    fn affected(&self, name: &str) -> bool {
-        self.model.funcs.get(name).is_some_and(|f| f.geometry != 0)
+    /// The files with `edits` applied and `tail` (the replacements' definitions and
+    /// whatever else goes after the application's last line) appended to the main source.
+    pub fn finish(&self, mut edits: Vec<Edit>, tail: &str) -> Option<Rewritten> {
+        let unit = self.unit;
+        let end = unit.files[MAIN as usize].text.len();
+        edits.push(Edit {
+            file: MAIN,
+            start: end,
+            end,
+            // Two newlines: the first may only end a line splice the source ends with.
+            text: format!("\n{tail}"),
+        });
+        let mut out = unchanged(unit);
+        out.source = apply(&unit.files[MAIN as usize].text, MAIN, &edits)?;
+        for (i, h) in out.headers.iter_mut().enumerate() {
+            h.1 = apply(&h.1, i as u32 + 1, &edits)?;
+        }
+        Some(out)
+    }
+
+    pub fn affected(&self, name: &str) -> bool {
+        self.model
+            .funcs
+            .get(name)
+            .is_some_and(|f| f.geometry & self.mask != 0)
     }
 
     /// Whether the code or a macro mentions `name`.
@@ -247,10 +278,20 @@ impl Rewriter<'_> {
     }
 
     fn macro_affected(&self, name: &str) -> bool {
-        self.model.macros.get(name).is_some_and(|f| f.geometry != 0)
+        self.model
+            .macros
+            .get(name)
+            .is_some_and(|f| f.geometry & self.mask != 0)
     }
 
-    /// The replacement for builtin number `i` of [`GEOMETRY`].
+    /// The bit number of `name` if it is a builtin this rewrite replaces.
+    fn replaced(&self, name: &str) -> Option<usize> {
+        geometry_bit(name)
+            .filter(|b| b & self.mask != 0)
+            .map(|b| b.trailing_zeros() as usize)
+    }
+
+    /// The replacement for builtin number `i` of [`super::builtins::YIELDING`].
     fn replacement(&self, i: usize) -> String {
         format!("__sp_{}_{}", REPLACEMENTS[i].0, self.suffix)
     }
@@ -259,16 +300,19 @@ impl Rewriter<'_> {
     /// passes a `ulong16` by value on x86 without AVX-512 ("changes the ABI"): the
     /// application's build log must not fill with notes about code it did not write, and
     /// `_Pragma` silences them without a line of its own.
-    fn prototypes(&self) -> String {
+    pub fn prototypes(&self) -> String {
         let mut out = String::from(PSABI);
         for (i, (_, dim)) in REPLACEMENTS.iter().enumerate() {
+            if self.mask & (1 << i) == 0 {
+                continue;
+            }
             let dim = if *dim { ", uint" } else { "" };
             out += &format!("size_t {}(ulong16{dim}); ", self.replacement(i));
         }
         out
     }
 
-    fn insert_at(&self, r: TokRef, text: &str) -> Edit {
+    pub fn insert_at(&self, r: TokRef, text: &str) -> Edit {
         let t = self.unit.tok(r);
         Edit {
             file: r.file,
@@ -302,12 +346,17 @@ impl Rewriter<'_> {
 
     /// Edits for a function body or a macro body (`params` are the macro's parameters,
     /// which stand for the arguments and are never edited).
-    fn body_edits(&self, toks: &[TokRef], params: &[String], edits: &mut Vec<Edit>) -> Option<()> {
+    pub fn body_edits(
+        &self,
+        toks: &[TokRef],
+        params: &[String],
+        edits: &mut Vec<Edit>,
+    ) -> Option<()> {
         for m in mentions(self.unit, toks) {
             if m.member || params.iter().any(|p| p == m.name) {
                 continue;
             }
-            if let Some(i) = GEOMETRY.iter().position(|g| *g == m.name) {
+            if let Some(i) = self.replaced(m.name) {
                 // `get_X(args)` becomes `__sp_X_<h>(__sp_geom, args)`.
                 let r = toks[m.at];
                 let t = self.unit.tok(r);
@@ -358,7 +407,7 @@ impl Rewriter<'_> {
         let bad = mentions(self.unit, toks).any(|m| {
             Some(m.at) != own
                 && (self.macro_affected(m.name)
-                    || (!m.member && (geometry_bit(m.name).is_some() || self.affected(m.name))))
+                    || (!m.member && (self.replaced(m.name).is_some() || self.affected(m.name))))
         });
         (!bad).then_some(())
     }
@@ -382,7 +431,7 @@ impl Rewriter<'_> {
 
     /// Number of parameters of a declaration; `None` if a macro could hide some or a
     /// conditional directive could remove some.
-    fn param_count(&self, f: &Func) -> Option<u32> {
+    pub fn param_count(&self, f: &Func) -> Option<u32> {
         if self.unit.regions[f.open] != self.unit.regions[f.close] {
             return None;
         }
@@ -417,11 +466,32 @@ impl Rewriter<'_> {
 /// the same place (their order would be a guess). The same edit may come twice (a header
 /// included twice yields its tokens twice).
 fn apply(text: &str, file: u32, edits: &[Edit]) -> Option<String> {
-    let mut mine: Vec<&Edit> = edits.iter().filter(|e| e.file == file).collect();
+    apply_in(text, file, edits, 0..usize::MAX)
+}
+
+/// [`apply`] to the bytes `range` of `text` only (what the yielding rewrite copies): the
+/// edits inside it, `None` if one straddles its bounds.
+pub(crate) fn apply_in(
+    text: &str,
+    file: u32,
+    edits: &[Edit],
+    range: std::ops::Range<usize>,
+) -> Option<String> {
+    let mut mine: Vec<&Edit> = Vec::new();
+    for e in edits.iter().filter(|e| e.file == file) {
+        let inside = e.start >= range.start && e.end <= range.end && e.start < range.end;
+        let outside = e.end <= range.start || e.start >= range.end;
+        if inside {
+            mine.push(e);
+        } else if !outside {
+            return None;
+        }
+    }
     mine.sort();
     mine.dedup();
-    let mut out = String::with_capacity(text.len() + DEFINITIONS.len());
-    let mut pos = 0;
+    let end = range.end.min(text.len());
+    let mut out = String::with_capacity(end - range.start.min(end) + DEFINITIONS.len());
+    let mut pos = range.start;
     let mut last: Option<&Edit> = None;
     for e in mine {
         let both_insert =
@@ -434,6 +504,6 @@ fn apply(text: &str, file: u32, edits: &[Edit]) -> Option<String> {
         pos = e.end;
         last = Some(e);
     }
-    out.push_str(text.get(pos..)?);
+    out.push_str(text.get(pos..end)?);
     Some(out)
 }

@@ -1,4 +1,8 @@
-//! Kernel source analysis and rewriting, for slicing (architecture rule 5).
+//! Kernel source transforms: OpenCL C text in, OpenCL C text out. No FFI and no OpenCL, so
+//! everything here can be fuzzed and tested alone; `softpreempt-platform` calls it when an
+//! application builds a program.
+//!
+//! ## Analysis and the geometry rewrite, for slicing (architecture rule 5)
 //!
 //! A slice is a launch of its own (a sub-range of whole work-groups with a global offset),
 //! so inside it `get_group_id`, `get_num_groups`, `get_global_size`, `get_global_offset`
@@ -13,7 +17,70 @@
 //!
 //! The stages: `lex` (tokens with their byte positions), `pp` (includes, `#define`s,
 //! conditional groups; no macro expansion), `parse` (the top-level functions), `analyse`
-//! (what each function and macro reads, closed over calls and macro uses), `rewrite`.
+//! (what each function and macro reads, closed over calls and macro uses), `rewrite`,
+//! `yielding`.
+//!
+//! ## The yielding rewrite (architecture, "Yielding launches")
+//!
+//! [`yielding`] gives a program in which each kernel `k` that can be rewritten has a
+//! persistent entry kernel `__sp_y_k` ([`YieldKernel`]), placed after the application's
+//! last line so that no line of the application moves. The entry takes `k`'s arguments,
+//! then `ulong16` geometry ([`yield_geometry_arg`]) and `__global uint*` control words.
+//!
+//! **Launching it.** The host launches the entry as a grid of P persistent groups of the
+//! original local size, in as many dimensions as the original launch: global size
+//! `[P * local[0], local[1], local[2]]` (first `work_dim` entries), no offset needed. So
+//! `get_local_id`, `get_local_size`, `get_enqueued_local_size`, `get_local_linear_id` and
+//! `get_work_dim` are the real ones and right; `get_group_id`, `get_global_id`,
+//! `get_num_groups`, `get_global_size`, `get_global_offset` and `get_global_linear_id`
+//! answer for the virtual group of the original launch, in the kernel and in every helper
+//! function it calls. A launch with a NULL local size must pin one first
+//! ([`YieldKernel::work_group_dependent`] says whether the choice matters), and
+//! non-uniform launches (a partial last group) are not for yielding. `P` is the device's
+//! resident capacity for the kernel, or less.
+//!
+//! **Each persistent group** loops: item (0,0,0) reads `control[YIELD_WORD]` (volatile);
+//! if `(int)(word - epoch) >= 0` the group stops. Otherwise it takes
+//! `t = atomic_inc(&control[TICKET]) - ticket_base`; `t >= total groups` stops it. Two
+//! barriers share `t` through `__local` memory, and the group runs the kernel's body for
+//! virtual group `t` (dimension 0 fastest), where `return` means "next group". That is
+//! the whole per-group cost: one read, one atomic, two barriers, a little arithmetic.
+//!
+//! **The host's protocol.**
+//! - Each yielding launch of the application's launch gets an epoch; the yield word is
+//!   compared with wrapping arithmetic, so stale words are harmless and the word is never
+//!   cleared. To stop launch `e`, the host writes `e` into `control[YIELD_WORD]` (where
+//!   the running kernel can see it: a device buffer written through a second queue on
+//!   NVIDIA; memory the kernel reads in place on CPU devices, such as fine-grained SVM).
+//! - The ticket counter is never reset: the host reads it once when the application's
+//!   launch begins (or keeps its own count) and passes that value as `ticket_base`.
+//! - **No yield requested:** nothing needs reading back. A full run takes exactly
+//!   `total + P` tickets (each persistent group takes one final ticket `>= total`), so
+//!   the next application launch's base is `base + total + P`.
+//! - **After a yield request:** when the launch has completed, the host reads
+//!   `control[TICKET]`. `(value - base) >= total` (wrapping) means every virtual group was
+//!   handed out, and a group that takes a ticket runs it to the end: the application's
+//!   launch is done. Otherwise the groups `value - base ..` have not run; the host
+//!   relaunches the same grid with the same base and a new epoch (the counter continues
+//!   from `value`). The next base is then the value read after the last relaunch.
+//! - The counter is 32 bits and wraps; total groups must stay below `2^31` so that the
+//!   differences stay unambiguous.
+//!
+//! **Conditional groups.** The copy of a kernel past the last line is put under the
+//! conditions of the `#if` groups around the kernel (`#if (defined(A)) && !(N > 2) ...`),
+//! so that the build keeps the entry exactly when it keeps the kernel, and groups inside
+//! the body come with the copy. Definitions of one kernel in distinct branches each get
+//! their entry.
+//!
+//! **What is not rewritten** (each in [`YieldProgram::skipped`] with its reason): kernels
+//! the analysis is unsure of; kernels that use a macro that is `#undef`'d or defined at or
+//! after them, or sit in (or hold) an `#if` whose condition reads a macro defined or
+//! `#undef`'d after the group opens, such as an include guard (their copy past the last
+//! line would read otherwise); a `return` inside a macro; a `return` that a barrier or another work-group
+//! function may follow in the same execution (after it, or in a loop around it: barriers
+//! must stay uniform); a `__local` declaration that names something the body mentions
+//! before it or sits inside an `#if` of the body (it is hoisted to kernel scope); a
+//! `reqd_work_group_size` that is not three integer literals (or macros for them). [`yielding`] never panics; a program the rewrite cannot follow gets `None`.
 
 mod analyse;
 mod builtins;
@@ -22,14 +89,20 @@ mod options;
 mod parse;
 mod pp;
 mod rewrite;
+mod yielding;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod yield_tests;
 
 use std::fmt;
 
 pub use builtins::GEOMETRY;
 pub use rewrite::{geometry_arg, Rewritten, GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
+pub use yielding::{
+    yield_geometry_arg, YieldKernel, YieldProgram, ENTRY_PREFIX, TICKET, YIELD_WORD,
+};
 
 /// A set of [`GEOMETRY`] builtins.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
@@ -162,5 +235,27 @@ pub fn rewrite(analysis: &Analysis) -> Option<Rewritten> {
     std::panic::catch_unwind(run).unwrap_or_else(|_| {
         tracing::warn!("kernel source rewrite failed; the program's kernels are not sliced");
         None
+    })
+}
+
+/// The program rewritten for yielding launches: each kernel that can be rewritten gets a
+/// persistent entry kernel (see the crate documentation for what it does and the host's
+/// protocol). `None` when no kernel can be rewritten, or the program is not understood;
+/// [`yielding_or_why`] says why. Never panics.
+pub fn yielding(analysis: &Analysis) -> Option<YieldProgram> {
+    yielding_or_why(analysis).ok()
+}
+
+/// [`yielding`], or, when no kernel can be rewritten, each kernel with the reason (to show
+/// users).
+pub fn yielding_or_why(analysis: &Analysis) -> Result<YieldProgram, Vec<(String, String)>> {
+    let run = std::panic::AssertUnwindSafe(|| yielding::yielding_unguarded(analysis));
+    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+        tracing::warn!("yielding rewrite failed; the program's kernels do not yield");
+        Err(analysis
+            .kernels
+            .iter()
+            .map(|k| (k.name.clone(), "the yielding rewrite failed".to_string()))
+            .collect())
     })
 }

@@ -514,19 +514,9 @@ fn every_geometry_builtin_is_replaced_and_defined() {
     }
 }
 
-/// A small deterministic generator (xorshift), so failures reproduce.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+#[path = "../../tests/rewrite_corpus/rng.rs"]
+mod rng;
+pub(crate) use rng::Rng;
 
 /// Programs the rewrite handles, as seeds for the fuzz test.
 const SEEDS: &[&str] = &[
@@ -603,7 +593,7 @@ fn fuzz_never_panics() {
         "size_t hh(void) { return get_num_groups(0); }\n#include \"h.h\"\n",
     )]);
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let (mut analysed, mut rewritten) = (0, 0);
+    let (mut analysed, mut rewritten, mut yielded) = (0, 0, 0);
     for round in 0..4000 {
         let mut src = SEEDS[rng.below(SEEDS.len())].to_string();
         match round % 4 {
@@ -626,6 +616,13 @@ fn fuzz_never_panics() {
             }
         }
         let a = analyse_unguarded(&src, &hdrs, "-DA=get_global_size(0)");
+        // The yielding rewrite keeps the numbering too, and never panics either.
+        if let Ok(y) = yielding::yielding_unguarded(&a) {
+            let tail = format!("\n{}\n/* SoftPreempt: the builtins", rewrite::PSABI);
+            let app = &y.source[..y.source.find(&tail).expect("definitions")];
+            assert_eq!(app.lines().count(), src.lines().count(), "{src:?}");
+            yielded += 1;
+        }
         let r = rewrite::rewrite_unguarded(&a);
         // Whatever comes back keeps the numbering of the application's lines.
         if let Some(r) = r.filter(|r| !r.kernels.is_empty()) {
@@ -636,7 +633,7 @@ fn fuzz_never_panics() {
     }
     // The inputs reach the deep end: many are understood, and many rewritten.
     assert!(
-        analysed > 1000 && rewritten > 500,
-        "{analysed} analysed, {rewritten} rewritten"
+        analysed > 1000 && rewritten > 500 && yielded > 500,
+        "{analysed} analysed, {rewritten} rewritten, {yielded} yielding"
     );
 }

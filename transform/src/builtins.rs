@@ -46,8 +46,37 @@ const WORK_GROUP_PREFIXES: &[&str] = &[
 const OPAQUE_NAMES: &[&str] = &["asm", "__asm", "__asm__"];
 const OPAQUE_PREFIXES: &[&str] = &["__builtin_"];
 
+/// Builtins that only the yielding rewrite replaces: inside a persistent group the real
+/// `get_global_id` answers for the persistent grid, not for the virtual group. Their bits
+/// follow [`GEOMETRY`]'s.
+pub const YIELD_ONLY: [&str; 1] = ["get_global_id"];
+
+/// The bits of [`GEOMETRY`]: what slicing changes.
+pub const SLICING: u8 = (1 << GEOMETRY.len()) - 1;
+/// The bits of [`GEOMETRY`] and [`YIELD_ONLY`]: what a persistent group changes.
+pub const YIELDING: u8 = (1 << (GEOMETRY.len() + YIELD_ONLY.len())) - 1;
+
 pub fn geometry_bit(name: &str) -> Option<u8> {
-    GEOMETRY.iter().position(|g| *g == name).map(|i| 1 << i)
+    GEOMETRY
+        .iter()
+        .chain(&YIELD_ONLY)
+        .position(|g| *g == name)
+        .map(|i| 1 << i)
+}
+
+/// Names whose calls every work-item of a group must reach together (barriers, work-group
+/// and sub-group collectives, asynchronous copies): a persistent group may not let some of
+/// its items start the next virtual group while others still wait in one of them.
+const SYNC_NAMES: &[&str] = &["barrier", "wait_group_events"];
+const SYNC_PREFIXES: &[&str] = &[
+    "work_group_",
+    "sub_group_",
+    "async_work_group_",
+    "intel_sub_group_",
+];
+
+pub fn is_sync(name: &str) -> bool {
+    SYNC_NAMES.contains(&name) || SYNC_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 pub fn is_work_group_dependent(name: &str) -> bool {
