@@ -14,7 +14,9 @@ use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50";
+/// Slicing is under test here: yielding launches (the default for kernels the yielding
+/// rewrite takes) are off; `tests/managed_yield.rs` has them.
+const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50\nyielding = \"never\"";
 
 fn setup() -> (&'static Path, std::sync::MutexGuard<'static, ()>) {
     let dir = mc::init(SCHED);

@@ -19,8 +19,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 const MAX_INFLIGHT: u64 = 2;
+/// Slicing, the fallback for kernels that do not yield: yielding launches are off here
+/// (`tests/managed_yield.rs` has them).
 const SCHED: &str =
-    "slice = \"contended\"\ntarget_slice_us = 200\nmax_inflight = 2\nhp_linger_us = 500";
+    "slice = \"contended\"\ntarget_slice_us = 200\nmax_inflight = 2\nhp_linger_us = 500\n\
+                     yielding = \"never\"";
 const ROLE: &str = "SP_PROC_ROLE";
 const STOP: &str = "SP_PROC_STOP";
 

@@ -14,7 +14,9 @@ use std::ffi::c_void;
 use std::path::Path;
 use std::time::Duration;
 
-const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50";
+/// Slicing is under test here: yielding launches (the default for kernels the yielding
+/// rewrite takes) are off; `tests/managed_yield.rs` has them.
+const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50\nyielding = \"never\"";
 
 /// Configures the process (once) and serializes the tests (statistics are per process).
 fn setup() -> (&'static Path, std::sync::MutexGuard<'static, ()>) {

@@ -22,7 +22,9 @@ use std::ptr::{null, null_mut};
 
 // Slices at any work-group boundary, on a GPU too: the rewrite must hold wherever a
 // launch is cut.
-const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50\nwave_work_groups = 1";
+/// Slicing is under test here: yielding launches are off (`tests/managed_yield.rs`).
+const SCHED: &str =
+    "slice = \"always\"\ntarget_slice_us = 50\nwave_work_groups = 1\nyielding = \"never\"";
 
 fn setup() -> (&'static Path, std::sync::MutexGuard<'static, ()>) {
     let dir = mc::init(SCHED);

@@ -19,7 +19,9 @@ use opencl_sys::*;
 use std::ffi::c_void;
 use std::time::Duration;
 
-const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50";
+/// Slicing is under test here: yielding launches (the default for kernels the yielding
+/// rewrite takes) are off; `tests/managed_yield.rs` has them.
+const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50\nyielding = \"never\"";
 
 /// Items per buffer: 64 work-groups of 64, so a launch is cut into several slices.
 const N: usize = 4096;

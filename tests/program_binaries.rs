@@ -16,7 +16,9 @@ use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 use std::ptr::{null, null_mut};
 
-const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50";
+/// Slicing is under test here: yielding launches (the default for kernels the yielding
+/// rewrite takes) are off; `tests/managed_yield.rs` has them.
+const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50\nyielding = \"never\"";
 
 /// Several kernels in one program: one that reads no geometry, two that do (rewritten).
 /// `BIAS` comes from the build options, which the stored rewrite must keep.

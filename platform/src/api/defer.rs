@@ -258,7 +258,8 @@ pub fn launch(
     };
     let keep = launch::keep_args(k);
     let d = event_for(q, m, event, kind)?;
-    let l = launch::build(k, &m.device, geo, clone, m.in_order);
+    let yielding = managed::yielding::prepare(m, k, &k.program, &geo, pred);
+    let l = launch::build(k, &m.device, geo, clone, m.in_order, yielding);
     m.push(Command {
         work: Work::Launch(l),
         wait,

@@ -16,7 +16,8 @@ use crate::core::error::CLResult;
 use crate::core::forward::{fetch_info, fetch_scalar, info_string, Inner};
 use crate::core::handle::{new_obj, Obj};
 use crate::core::objects::{
-    ArgBits, ArgKind, HeldArg, Kernel, KernelClass, Mem, Program, Queue, Sampler, Sliceable,
+    ArgBits, ArgKind, ArgValue, ArgValues, HeldArg, Kernel, KernelClass, Mem, Program, Queue,
+    Sampler, Sliceable,
 };
 use crate::core::platform::Device;
 use crate::core::refcount;
@@ -76,6 +77,7 @@ pub(crate) fn wrap_kernel(
         hidden: class.hidden,
         exec,
         class,
+        arg_values: Mutex::new(Some(ArgValues::new())),
     })
 }
 
@@ -214,6 +216,12 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         hidden: k.hidden,
         exec: k.exec.clone(),
         class: k.class.clone(),
+        arg_values: Mutex::new(
+            k.arg_values
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        ),
     })
     .handle())
 }
@@ -354,6 +362,7 @@ pub fn set_kernel_arg(
             clSetKernelArg(k.inner.h, arg_index, arg_size, value)
         )?;
         k.args_set.set(arg_index, true);
+        record_arg(k, arg_index, arg_size, value);
         // A NULL memory object: the value is NULL or points to a NULL handle.
         let null_mem = kind != ArgKind::Plain
             && arg_size == std::mem::size_of::<cl_mem>()
@@ -397,6 +406,29 @@ pub fn set_kernel_arg(
     Ok(())
 }
 
+/// Records an argument value the vendor accepted (see [`Kernel::arg_values`]).
+fn record_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) {
+    let bytes = if value.is_null() {
+        None
+    } else {
+        // SAFETY: the vendor accepted `size` bytes at `value`, by the API's contract.
+        Some(unsafe { std::slice::from_raw_parts(value as *const u8, size) }.into())
+    };
+    let mut values = k.arg_values.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(v) = values.as_mut() {
+        let i = index as usize;
+        if i >= v.len() {
+            v.resize(i + 1, None);
+        }
+        v[i] = Some(ArgValue { size, bytes });
+    }
+}
+
+/// The kernel's arguments can no longer be replayed on another vendor kernel.
+fn unreplayable(k: &Kernel) {
+    *k.arg_values.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
 pub fn set_kernel_arg_svm_pointer(
     kernel: cl_kernel,
     arg_index: cl_uint,
@@ -418,6 +450,7 @@ pub fn set_kernel_arg_svm_pointer(
     )?;
     k.args_set.set(arg_index, true);
     k.null_mems.set(arg_index, false);
+    unreplayable(k);
     set_held(k, arg_index, None);
     Ok(())
 }
@@ -434,7 +467,9 @@ pub fn set_kernel_exec_info(
     vtry!(
         k.inner.vt,
         clSetKernelExecInfo(k.inner.h, param_name, param_value_size, param_value)
-    )
+    )?;
+    unreplayable(k);
+    Ok(())
 }
 
 pub fn get_kernel_info(

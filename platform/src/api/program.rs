@@ -90,6 +90,8 @@ fn wrap_program(
         origin: Mutex::new(origin),
         exec: Mutex::new(None),
         classes: Default::default(),
+        yielding: Default::default(),
+        options: Default::default(),
         known: Mutex::new(None),
         unit: Mutex::new(None),
         building: AtomicBool::new(false),
@@ -369,6 +371,7 @@ pub fn build_program(
 ) -> CLResult<()> {
     let (p, devs, notify) = build_args(program, num_devices, device_list, pfn_notify, user_data)?;
     unhook(p)?;
+    *p.options.lock().unwrap_or_else(|e| e.into_inner()) = options_of(options).1;
     analyse(p, options, None);
     match notify {
         // As the bare build may: the build runs on, the application hears when it ends.
@@ -641,8 +644,9 @@ fn unhook(p: &Program) -> CLResult<()> {
         *cell = None;
     }
     drop(cell);
-    // What the kernel classes knew came from the old build.
+    // What the kernel classes knew, and the persistent entries, came from the old build.
     p.forget_classes();
+    *p.yielding.lock().unwrap_or_else(|e| e.into_inner()) = Default::default();
     Ok(())
 }
 

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use super::types::{ControlValue, Priority, Rule, SafeBinary, SliceMode};
+use super::types::{ControlValue, Priority, Rule, SafeBinary, SliceMode, YieldMode};
 
 /// One declared control, with type-erased accessors into [`Config`].
 pub struct Control {
@@ -269,6 +269,22 @@ controls! {
         /// length), `always` (at the slice target), or `never`.
         slice: SliceMode = SliceMode::Contended,
             expect "\"contended\", \"always\" or \"never\"", example r#"slice = "always""#;
+        /// When kernels run as yielding launches: persistent work-groups that
+        /// take their groups from a ticket and stop between two of them when a
+        /// higher priority asks, then resume where they stopped (a kernel the
+        /// rewrite cannot take is sliced, or left to the driver). `auto`, `never`,
+        /// or `chaos` (testing: yields are also requested at random moments, so
+        /// every such launch is stopped and resumed).
+        yielding: YieldMode = YieldMode::Auto,
+            expect "\"auto\", \"never\" or \"chaos\"", example r#"yielding = "never""#;
+        /// The longest time, in microseconds, a higher priority's command waits
+        /// for a lower client's yielding launch to leave the device before it is
+        /// submitted anyway (rule 10). It waits only as long as that launch says
+        /// it needs (its work-group time plus the signal path), at most this; a
+        /// launch whose groups are longer says it cannot yield, and nobody waits
+        /// for it. `0`: never wait.
+        yield_wait_us: u64 = 400, expect "an integer between 0 and 100000",
+            valid |v| in_range(v, 0, 100_000);
         /// Target duration of one slice, in microseconds; it also bounds the
         /// predicted device time a queue keeps queued behind its running slice.
         /// Shorter slices let a higher-priority process take over sooner but add

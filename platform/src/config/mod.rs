@@ -24,7 +24,7 @@ pub use controls::{
     SECTIONS,
 };
 pub use docs::{render_example_toml, render_reference_markdown};
-pub use types::{ControlValue, Level, Priority, Rule, SafeBinary, SliceMode};
+pub use types::{ControlValue, Level, Priority, Rule, SafeBinary, SliceMode, YieldMode};
 
 /// The system-wide file, read when `SOFTPREEMPT_CONFIG` is unset.
 pub const DEFAULT_PATH: &str = "/etc/softpreempt.toml";

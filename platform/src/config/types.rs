@@ -106,52 +106,90 @@ impl<'de> Deserialize<'de> for Priority {
     }
 }
 
-/// When launches are cut into slices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum SliceMode {
-    /// Only while a higher-priority client is registered on the same device.
-    #[default]
-    Contended,
-    /// Every sliceable launch (testing and measurement).
-    Always,
-    /// Never; queues still obey the arbiter between whole commands.
-    Never,
-}
-
-impl SliceMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SliceMode::Contended => "contended",
-            SliceMode::Always => "always",
-            SliceMode::Never => "never",
+/// A setting spelled as one of a few words: the enum, its spellings, `Display`,
+/// `FromStr` (with the message config errors show), `Deserialize` and `ControlValue`.
+macro_rules! word_setting {
+    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $variant:ident = $word:literal),+ $(,)? }
+     default $default:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vdoc])* $variant,)+
         }
-    }
-}
 
-impl fmt::Display for SliceMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for SliceMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "contended" => Ok(SliceMode::Contended),
-            "always" => Ok(SliceMode::Always),
-            "never" => Ok(SliceMode::Never),
-            _ => Err(format!(
-                "expected \"contended\", \"always\" or \"never\", found {s:?}"
-            )),
+        impl Default for $name {
+            fn default() -> Self {
+                $name::$default
+            }
         }
-    }
+
+        impl $name {
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word,)+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                $(if s == $word {
+                    return Ok($name::$variant);
+                })+
+                let words: Vec<String> = [$($word),+].iter().map(|w| format!("{w:?}")).collect();
+                let (last, rest) = words.split_last().expect("one word at least");
+                Err(format!("expected {} or {last}, found {s:?}", rest.join(", ")))
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                from_str_value(d)
+            }
+        }
+
+        impl ControlValue for $name {
+            fn from_env(s: &str) -> Option<Self> {
+                s.trim().parse().ok()
+            }
+            fn render(&self) -> String {
+                quote(self.as_str())
+            }
+        }
+    };
 }
 
-impl<'de> Deserialize<'de> for SliceMode {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        from_str_value(d)
-    }
+word_setting! {
+    /// When launches are cut into slices.
+    SliceMode {
+        /// Only while a higher-priority client is registered on the same device.
+        Contended = "contended",
+        /// Every sliceable launch (testing and measurement).
+        Always = "always",
+        /// Never; queues still obey the arbiter between whole commands.
+        Never = "never",
+    } default Contended
+}
+
+word_setting! {
+    /// When kernels run as yielding launches (persistent work-groups that stop between two
+    /// groups when a higher priority asks).
+    YieldMode {
+        /// Every launch the yielding rewrite can take, once its program is built.
+        Auto = "auto",
+        /// Never: such launches are sliced or left to the driver, as other kernels.
+        Never = "never",
+        /// As `auto`, and yields are also requested at random moments, so that every
+        /// yielding launch is stopped and resumed (testing).
+        Chaos = "chaos",
+    } default Auto
 }
 
 /// An entry of `safe_binaries`: a kernel name, or the SHA-256 of a whole
@@ -368,15 +406,6 @@ impl ControlValue for Priority {
     }
     fn render(&self) -> String {
         quote(&self.to_string())
-    }
-}
-
-impl ControlValue for SliceMode {
-    fn from_env(s: &str) -> Option<Self> {
-        s.trim().parse().ok()
-    }
-    fn render(&self) -> String {
-        quote(self.as_str())
     }
 }
 

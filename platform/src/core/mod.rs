@@ -18,3 +18,4 @@ pub mod refcount;
 pub mod rewritten;
 pub mod sliceable;
 pub mod vendor;
+pub mod yield_program;

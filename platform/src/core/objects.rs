@@ -68,6 +68,10 @@ pub struct Program {
     /// What the layer knows of each kernel of its executable, by name (see
     /// [`KernelClass`]); emptied when the program is built again.
     pub classes: Mutex<std::collections::HashMap<String, std::sync::Arc<KernelClass>>>,
+    /// Its kernels' persistent entries, for yielding launches (`core::yield_program`).
+    pub yielding: Mutex<crate::core::yield_program::YieldState>,
+    /// The options of its latest `clBuildProgram`, for the persistent entries' build.
+    pub options: Mutex<Option<std::ffi::CString>>,
 }
 
 impl Program {
@@ -94,6 +98,14 @@ impl Program {
         for c in old.values() {
             crate::core::managed::forget_kernel(c.id);
         }
+    }
+
+    /// The options of its latest build (see [`Program::options`]).
+    pub fn build_options(&self) -> Option<std::ffi::CString> {
+        self.options
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The store's entry for the binary it was created from.
@@ -150,7 +162,23 @@ pub struct Kernel {
     pub exec: Option<std::sync::Arc<crate::core::rewritten::Exec>>,
     /// What every kernel object of this name and program shares (learned timing).
     pub class: std::sync::Arc<KernelClass>,
+    /// The argument values as the vendor got them, so that a yielding launch can give the
+    /// same arguments to the kernel's persistent entry (another vendor kernel). `None`
+    /// once an argument or setting that cannot be replayed was set (SVM pointers, exec
+    /// info): such a kernel does not yield.
+    pub arg_values: Mutex<Option<ArgValues>>,
 }
+
+/// One argument's value as the vendor got it (inner handles): its size, and its bytes
+/// (`None`: a NULL value, as for `__local` sizes).
+#[derive(Clone)]
+pub struct ArgValue {
+    pub size: usize,
+    pub bytes: Option<smallvec::SmallVec<[u8; 16]>>,
+}
+
+/// A kernel's argument values, by index (unset: `None`).
+pub type ArgValues = smallvec::SmallVec<[Option<ArgValue>; 8]>;
 
 /// What the layer knows of one kernel function of a program's executable, shared by every
 /// kernel object made from it. Applications such as OpenCV create a kernel object for

@@ -130,6 +130,15 @@ pub fn grant_wait(queue: &str, from_ns: u64, to_ns: u64) {
     with_writer(|w| w.complete(queue, "wait for grant", "grant", from_ns, to_ns, &[]));
 }
 
+/// `queue` waited from `from_ns` to `to_ns` for lower clients' yielding launches to leave
+/// the device (rule 10); `expired`: it stopped waiting at the bound.
+pub fn handshake(queue: &str, from_ns: u64, to_ns: u64, expired: bool) {
+    with_writer(|w| {
+        let args = [("expired", expired.into())];
+        w.complete(queue, "yield handshake", "yield", from_ns, to_ns, &args)
+    });
+}
+
 /// `queue` got a grant at `at_ns` (`share`: by the min-share rule).
 pub fn grant(queue: &str, at_ns: u64, share: bool) {
     with_writer(|w| w.instant(queue, "grant", "grant", at_ns, &[("share", share.into())]));

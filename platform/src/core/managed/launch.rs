@@ -231,7 +231,7 @@ fn compute_units(device: &crate::core::forward::Inner<cl_device_id>) -> u64 {
 /// one group at a time. Registers or local memory can lower a GPU's real figure; erring
 /// high makes slices longer, never narrower than a wave. Also says whether the device is
 /// a GPU.
-fn wave_work_groups(
+pub(super) fn wave_work_groups(
     device: &crate::core::forward::Inner<cl_device_id>,
     items: usize,
 ) -> (u64, bool) {
@@ -246,6 +246,16 @@ fn wave_work_groups(
         1
     };
     (units * per_unit, gpu)
+}
+
+/// The local size a yielding launch of a kernel that does not depend on it runs with, when
+/// the application passed NULL (see [`null_local_unit`]).
+pub fn default_local(
+    k: &Kernel,
+    device: &crate::core::forward::Inner<cl_device_id>,
+    geo: &Geometry,
+) -> [usize; 3] {
+    null_local_unit(k, device, geo).0
 }
 
 /// The block slices are cut in: the local size, or with a NULL local size the block
@@ -365,6 +375,7 @@ pub fn build(
     geo: Geometry,
     clone: Retained,
     in_order: bool,
+    yielding: Option<super::yielding::YieldLaunch>,
 ) -> Launch {
     let (unit, unit_is_local) = unit_of(k, device, &geo);
     let mut sliceable = may_slice(k, &geo, in_order);
@@ -388,5 +399,6 @@ pub fn build(
         sliceable,
         key: (k.class.id, device.h as usize),
         name: k.name.clone(),
+        yielding,
     }
 }

@@ -25,6 +25,7 @@ pub mod launch;
 mod profiles;
 mod readiness;
 mod submitter;
+pub mod yielding;
 
 pub use submitter::forget_kernel;
 
@@ -90,6 +91,11 @@ pub struct Managed {
     pub inner: Inner<cl_command_queue>,
     /// `None`: the arbiter could not be opened; the queue runs in pass-through.
     client: Option<Client>,
+    /// The device's arbiter (for the yield watcher).
+    arbiter: Option<Arc<softpreempt_sched::Arbiter>>,
+    /// The control words of its yielding launches, made on first use (`None` inside:
+    /// the vendor could not give them).
+    control: once_cell::sync::OnceCell<Option<Arc<yielding::Control>>>,
     pub priority: Priority,
     mode: SliceMode,
     /// `sched.target_slice_us` in ns, when configured (see [`Managed::target_ns`]).
@@ -255,7 +261,7 @@ impl Managed {
                 .saturating_mul(2),
         );
         let (os_platform, workers_held) = os_priority_for(device, priority, arbiter.is_some(), cfg);
-        let client = arbiter.and_then(|a| {
+        let client = arbiter.as_ref().and_then(|a| {
             a.register(arbiter::client_info(priority, label).with_linger_worth(worth))
                 .map_err(|e| {
                     // An error, as when the segment cannot be opened: preemption is off for
@@ -268,9 +274,11 @@ impl Managed {
                 })
                 .ok()
         });
-        Arc::new(Managed {
+        let m = Arc::new(Managed {
             inner,
             client,
+            arbiter,
+            control: Default::default(),
             priority,
             mode: cfg.sched.slice,
             target_cfg_ns,
@@ -306,7 +314,16 @@ impl Managed {
             direct_ns: AtomicU64::new(0),
             os_platform,
             _workers_held: workers_held,
-        })
+        });
+        yielding::watch_queue(&m);
+        m
+    }
+
+    /// The control words of this queue's yielding launches (made on first use).
+    pub fn control(&self) -> Option<Arc<yielding::Control>> {
+        self.control
+            .get_or_init(|| yielding::Control::new(&self.inner, &self.device).map(Arc::new))
+            .clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -545,6 +562,7 @@ impl Managed {
             self.outstanding.fetch_add(1, Ordering::AcqRel);
             c.announce_demand();
             c.note_behind();
+            self.handshake(c);
         }
         let w = Arc::new(Watch {
             m: self.clone(),
@@ -555,6 +573,22 @@ impl Managed {
         });
         self.lock_watches().push(w.clone());
         Some(w)
+    }
+
+    /// Rule 10: before this client's command reaches the vendor, lower clients' yielding
+    /// launches on the device are asked to stop, and it waits (at most as long as they
+    /// say they need, and `sched.yield_wait_us`) until they are off. With none on the
+    /// device this is one look at the segment.
+    fn handshake(&self, c: &Client) {
+        let cap = config::config().sched.yield_wait_us;
+        if cap > 0 {
+            let hs = c.claim_device(std::time::Duration::from_micros(cap));
+            if hs.waited_ns > 0 && crate::trace::enabled() {
+                let now = monotonic_ns();
+                let from = now.saturating_sub(hs.waited_ns);
+                crate::trace::handshake(&self.label, from, now, hs.expired);
+            }
+        }
     }
 
     /// Whether a launch predicted to take `pred_ns` may go straight to the vendor while a

@@ -78,6 +78,9 @@ pub struct Launch {
     pub name: std::sync::Arc<str>,
     /// Work-groups the device runs at once (one wave), an estimate (`launch.rs`).
     pub wave_wgs: u64,
+    /// Its yielding form, when it has one (`yielding.rs`): then it runs as a yielding
+    /// launch, not in slices.
+    pub yielding: Option<super::yielding::YieldLaunch>,
     /// The device is a GPU: its driver time-slices between contexts by itself.
     pub gpu: bool,
 }
@@ -392,6 +395,11 @@ impl Submitter {
                     if crate::trace::enabled() {
                         crate::trace::grant(&m.label, monotonic_ns(), g.is_share());
                     }
+                    // Rule 10, as for a direct command: lower clients' yielding launches
+                    // leave the device before this piece reaches it.
+                    if c.lower_priority_active(super::ACTIVE_WINDOW) {
+                        m.handshake(c);
+                    }
                     return Some(g.into_token());
                 }
                 Err(softpreempt_sched::SchedError::Timeout) => {
@@ -569,6 +577,9 @@ impl Submitter {
             // Not retired here, so its device time is unknown to the profile.
             crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0);
             return Ok(());
+        }
+        if let Some(y) = &l.yielding {
+            return self.yield_launch(l, y, waits, d);
         }
         let unit = l.local.unwrap_or(l.unit);
         let dims = l.work_dim as usize;
@@ -756,6 +767,150 @@ impl Submitter {
             if finished {
                 return Ok(());
             }
+        }
+    }
+
+    /// Runs launch `l` as a yielding launch `y` (see `yielding.rs`): under a grant, with a
+    /// claim on the device that says how long it needs to yield, and again from its ticket
+    /// after each yield until every virtual group has run. One run at a time: the window
+    /// is emptied first, and each run is waited for, so the ticket's value is known.
+    fn yield_launch(
+        &mut self,
+        l: &Launch,
+        y: &super::yielding::YieldLaunch,
+        waits: &[cl_event],
+        d: Option<&Arc<Deferred>>,
+    ) -> Result<(), cl_int> {
+        use super::yielding;
+        self.retire_all();
+        let ctl = self.m.control().ok_or(CL_OUT_OF_RESOURCES)?;
+        let vt = self.vt();
+        let set = vt.clSetKernelArg.ok_or(CL_INVALID_OPERATION)?;
+        let enqueue = vt.clEnqueueNDRangeKernel.ok_or(CL_INVALID_OPERATION)?;
+        if !ctl.set_arg(y.entry.handle(), y.hidden + 1) {
+            return Err(CL_OUT_OF_RESOURCES);
+        }
+        let cap = Duration::from_micros(config::config().sched.yield_wait_us);
+        // How long it needs to stop: about one of its groups (a wave of the original
+        // launch runs one group on each resident slot) plus the signal path. Unknown yet:
+        // the cap. Longer than the cap: it cannot yield in time, and nobody waits for it.
+        let wave = model(&l.key).predict(1).unwrap_or(cap.as_nanos() as u64);
+        let need = wave.saturating_add(super::yielding::SIGNAL_NS);
+        let yield_ns = (need <= cap.as_nanos() as u64).then_some(need);
+        let base = ctl.base.load(Ordering::Acquire);
+        let mut global = y.local;
+        global[0] = y.local[0] * y.persistent as usize;
+        let mut first = true;
+        let mut runs = 0u64;
+        let (mut launch_ns, mut max_ns) = (0u64, 0u64);
+        loop {
+            let token = self.grant();
+            let epoch = ctl.next_epoch();
+            let geo = softpreempt_transform::yield_geometry_arg(
+                l.work_dim,
+                l.offset.unwrap_or([0; 3]),
+                l.global,
+                y.local,
+                epoch,
+                base,
+            );
+            // SAFETY: the launch's own entry kernel; its hidden `ulong16` by value.
+            let rc = unsafe {
+                set(
+                    y.entry.handle(),
+                    y.hidden,
+                    geo.len(),
+                    geo.as_ptr() as *const c_void,
+                )
+            };
+            let claim = self.m.client.as_ref().map(|c| c.enter_device(yield_ns));
+            let running = yielding::start(&self.m, &ctl, epoch, claim);
+            let started = monotonic_ns();
+            let mut ev: cl_event = std::ptr::null_mut();
+            let rc = if rc != CL_SUCCESS {
+                rc
+            } else {
+                let w = if first { waits } else { &[] };
+                // SAFETY: the vendor's enqueue on its own queue of our entry kernel; the
+                // size arrays outlive the call.
+                unsafe {
+                    enqueue(
+                        self.m.inner.h,
+                        y.entry.handle(),
+                        l.work_dim,
+                        std::ptr::null(),
+                        global.as_ptr(),
+                        y.local.as_ptr(),
+                        w.len() as cl_uint,
+                        list_ptr(w),
+                        &mut ev,
+                    )
+                }
+            };
+            if rc == CL_SUCCESS {
+                if let Some(f) = vt.clFlush {
+                    // SAFETY: the vendor's own queue.
+                    unsafe { f(self.m.inner.h) };
+                }
+                wait_event(vt, ev);
+            }
+            let took = monotonic_ns().saturating_sub(started);
+            let asked = running.asked();
+            let claim = yielding::finish(&self.m, &running);
+            // Asked to stop: the ticket says how far it got. Not asked: it ran to the end.
+            let ticket = if asked { ctl.ticket() } else { None };
+            let done = rc != CL_SUCCESS
+                || ticket.is_none_or(|t| u64::from(t.wrapping_sub(base)) >= y.total);
+            if let (Some(c), Some(claim)) = (self.m.client.as_ref(), claim) {
+                c.leave_device(claim, !done);
+            }
+            if let (Some(t), Some(c)) = (token, self.m.client.as_ref()) {
+                c.complete_token(t, took);
+            }
+            if rc != CL_SUCCESS {
+                return Err(rc);
+            }
+            if crate::trace::enabled() {
+                crate::trace::slice(
+                    &self.m.label,
+                    &l.name,
+                    started,
+                    started + took,
+                    &[
+                        ("yielding_run", runs.into()),
+                        ("asked", u64::from(asked).into()),
+                    ],
+                );
+            }
+            runs += 1;
+            launch_ns += took;
+            max_ns = max_ns.max(took);
+            if let Some(d) = d {
+                d.piece(ev);
+                if done {
+                    complete_on(d, ev);
+                }
+            }
+            release_event(vt, ev);
+            first = false;
+            if done {
+                // Where the next launch's groups begin: exactly `total + P` tickets later
+                // when nobody asked (each persistent group takes one past the end).
+                let next =
+                    ticket.unwrap_or_else(|| base.wrapping_add((y.total + y.persistent) as u32));
+                ctl.base.store(next, Ordering::Release);
+                if !asked && runs == 1 && y.total > 0 {
+                    // A whole run teaches the model, as a whole launch does.
+                    let waves = softpreempt_sched::waves(y.total, l.wave_wgs);
+                    MODELS
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .observe_units(l.key, waves as f64, took);
+                }
+                crate::trace::profile::launch(&l.name, &self.m.priority, runs, launch_ns, max_ns);
+                return Ok(());
+            }
+            tracing::trace!(kernel = %l.name, runs, "yielding launch stopped; resumes from its ticket");
         }
     }
 

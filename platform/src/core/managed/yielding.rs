@@ -1,0 +1,554 @@
+//! Yielding launches on a managed queue (architecture, "Yielding launches"; rule 10).
+//!
+//! A launch whose kernel has a persistent entry (`core::yield_program`) runs as a grid of
+//! persistent work-groups that take virtual groups from a ticket counter and stop between
+//! two groups once the host writes the launch's epoch into the yield word. Here:
+//!
+//! - [`prepare`]: at enqueue, the entry kernel with the application's arguments, when the
+//!   launch can yield (in order, uniform, a known local size, arguments that can be
+//!   replayed);
+//! - [`Control`]: each queue's control words (yield word, ticket counter), where the running
+//!   kernel sees the host's writes: fine-grained SVM with atomics where the device has it
+//!   (CPU devices such as PoCL read it in place), else a device buffer whose yield word is
+//!   written through a second queue of the same context (NVIDIA: a mapped buffer is not
+//!   seen by a running kernel);
+//! - the watcher: one thread per device and process. It wakes on the arbiter's yield
+//!   generation (a futex), and for every running launch whose client was asked to yield it
+//!   writes the yield word, once. It also keeps the process's clients' leases alive.
+//!
+//! The submitter runs the launch (`submitter.rs`, `yield_launch`): enter the device (a
+//! claim that says how long the launch needs to yield), launch, wait, and if a yield was
+//! asked for, read the ticket: the launch is done, or it resumes later from the ticket
+//! with a new epoch. An unyielded launch reads nothing back.
+// Handles here are opaque vendor objects, never dereferenced by us.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use once_cell::sync::Lazy;
+use softpreempt_sched::{Arbiter, DeviceClaim};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use softpreempt_transform::{TICKET, YIELD_WORD};
+
+use super::launch::Geometry;
+use super::submitter::Retained;
+use super::Managed;
+use crate::config::{self, YieldMode};
+use crate::core::cl::*;
+use crate::core::forward::Inner;
+use crate::core::handle::Obj;
+use crate::core::objects::{Kernel, Program};
+
+/// Launches predicted shorter than this are not worth a yielding launch: the submitter
+/// waits for each one before the next (so that it knows where a yield left it), which
+/// costs a host round trip per launch.
+pub const MIN_YIELD_NS: u64 = 500_000;
+
+/// What a stopped launch needs beyond its work-group: the yield word's write reaching the
+/// running kernel (NVIDIA: a write through the second queue, 20-40 µs in the probe) and the
+/// host seeing the launch end.
+pub const SIGNAL_NS: u64 = 60_000;
+
+/// Total virtual groups a launch may have (the 32-bit ticket's differences stay
+/// unambiguous below 2^31).
+const MAX_GROUPS: u64 = 1 << 30;
+
+/// The yielding form of a launch, made at enqueue.
+pub struct YieldLaunch {
+    /// The kernel's persistent entry, with the application's arguments as they were at
+    /// enqueue; the hidden ones are set per run.
+    pub entry: Retained,
+    /// Index of the hidden geometry argument (the control words follow it).
+    pub hidden: cl_uint,
+    /// The local size every persistent group runs with (the original launch's).
+    pub local: [usize; 3],
+    /// Virtual groups of the original launch.
+    pub total: u64,
+    /// Persistent groups launched (the device's resident capacity, or fewer).
+    pub persistent: u64,
+}
+
+/// The yielding form of launch `geo` of `k`, when it can have one (see the module's
+/// comment); `pred` is its predicted device time, if known.
+pub fn prepare(
+    m: &Managed,
+    k: &Kernel,
+    program: &Obj<Program>,
+    geo: &Geometry,
+    pred: Option<u64>,
+) -> Option<YieldLaunch> {
+    if config::config().sched.yielding == YieldMode::Never
+        || m.client.is_none()
+        || !m.in_order
+        || pred.is_some_and(|p| p < MIN_YIELD_NS)
+    {
+        return None;
+    }
+    let exec = crate::core::yield_program::entries(program)?;
+    let yk = exec.kernels.get(&*k.name)?;
+    let dims = geo.work_dim as usize;
+    let local = match (geo.local, yk.reqd_local) {
+        (Some(l), Some(r)) if l[..dims] != r[..dims] => return None,
+        (Some(l), _) => l,
+        (None, Some(r)) => r,
+        // The vendor would choose the local size: only a kernel that does not depend on it
+        // may run with one of ours.
+        (None, None) if !yk.work_group_dependent => super::launch::default_local(k, &m.device, geo),
+        (None, None) => return None,
+    };
+    // Uniform ranges only: a persistent group has no partial last group.
+    let mut total = 1u64;
+    for d in 0..dims {
+        if local[d] == 0 || !geo.global[d].is_multiple_of(local[d]) {
+            return None;
+        }
+        total = total.saturating_mul((geo.global[d] / local[d]) as u64);
+    }
+    if total == 0 || total >= MAX_GROUPS {
+        return None;
+    }
+    let values = k
+        .arg_values
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()?;
+    if values.len() < yk.args as usize {
+        return None;
+    }
+    let ctx = m.control()?.ctx.clone();
+    let name = std::ffi::CString::new(yk.entry.as_str()).ok()?;
+    let mut err = CL_SUCCESS;
+    let h = match ctx.vt.clCreateKernel {
+        // SAFETY: the vendor's built program of entries and a NUL-terminated name.
+        Some(f) => unsafe { f(exec.program.0.h, name.as_ptr(), &mut err) },
+        None => return None,
+    };
+    if err != CL_SUCCESS || h.is_null() {
+        return None;
+    }
+    let entry = Retained::new(h, None, ctx.vt.clReleaseKernel);
+    let set = ctx.vt.clSetKernelArg?;
+    for (i, v) in values.iter().take(yk.args as usize).enumerate() {
+        let v = v.as_ref()?;
+        let ptr = v
+            .bytes
+            .as_ref()
+            .map_or(std::ptr::null(), |b| b.as_ptr() as *const c_void);
+        // SAFETY: the entry's argument `i` takes what the application's kernel took
+        // there (same type, by the rewrite); `ptr` holds `v.size` bytes or is NULL.
+        if unsafe { set(h, i as cl_uint, v.size, ptr) } != CL_SUCCESS {
+            return None;
+        }
+    }
+    let (wave, _) = super::launch::wave_work_groups(&m.device, local[..dims].iter().product());
+    Some(YieldLaunch {
+        entry,
+        hidden: yk.args,
+        local,
+        total,
+        persistent: wave.clamp(1, total),
+    })
+}
+
+/// A queue's control words (see the module's comment).
+pub struct Control {
+    pub ctx: Inner<cl_context>,
+    words: Words,
+    /// The epoch of the latest run (each run gets a new one).
+    epoch: AtomicU32,
+    /// The ticket counter's value where the next launch begins.
+    pub base: AtomicU32,
+}
+
+enum Words {
+    /// Fine-grained SVM with atomics: host and kernel share the words while it runs.
+    Svm(*mut AtomicU32),
+    /// A device buffer and the second queue its yield word is written through.
+    Buffer { mem: cl_mem, side: cl_command_queue },
+}
+
+// SAFETY: vendor handles (usable from any thread) and SVM memory shared by definition.
+unsafe impl Send for Control {}
+// SAFETY: as above; the SVM words are only accessed atomically.
+unsafe impl Sync for Control {}
+
+/// Bytes of the control words (16 words: the two in use and room on their cache line).
+const WORDS_BYTES: usize = 64;
+
+impl Control {
+    /// The control words for queue `q` on `device`, or `None` if the vendor cannot give
+    /// the memory (then nothing of that queue yields).
+    pub fn new(q: &Inner<cl_command_queue>, device: &Inner<cl_device_id>) -> Option<Control> {
+        let mut ctx: cl_context = std::ptr::null_mut();
+        let info = q.vt.clGetCommandQueueInfo?;
+        // SAFETY: the vendor's query on its own queue, into a handle-sized value.
+        let rc = unsafe {
+            info(
+                q.h,
+                CL_QUEUE_CONTEXT,
+                std::mem::size_of::<cl_context>(),
+                &mut ctx as *mut cl_context as *mut c_void,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != CL_SUCCESS || ctx.is_null() {
+            return None;
+        }
+        let ctx = q.child(ctx);
+        let words = if fine_grained_svm(device) {
+            let alloc = ctx.vt.clSVMAlloc?;
+            let flags = CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS;
+            // SAFETY: the vendor's context; 64 bytes at the default alignment.
+            let p = unsafe { alloc(ctx.h, flags, WORDS_BYTES, 0) } as *mut AtomicU32;
+            if p.is_null() {
+                return None;
+            }
+            for i in 0..WORDS_BYTES / 4 {
+                // SAFETY: inside the allocation, not yet shared with any kernel.
+                unsafe { p.add(i).write(AtomicU32::new(0)) };
+            }
+            Words::Svm(p)
+        } else {
+            let mut zeros = [0u32; WORDS_BYTES / 4];
+            let mut err = CL_SUCCESS;
+            let create = ctx.vt.clCreateBuffer?;
+            // SAFETY: the vendor's context; the buffer copies our 64 zero bytes.
+            let mem = unsafe {
+                create(
+                    ctx.h,
+                    CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                    WORDS_BYTES,
+                    zeros.as_mut_ptr() as *mut c_void,
+                    &mut err,
+                )
+            };
+            if err != CL_SUCCESS || mem.is_null() {
+                return None;
+            }
+            #[allow(deprecated)]
+            let queue = ctx.vt.clCreateCommandQueue?;
+            // SAFETY: the vendor's context and device, no properties.
+            let side = unsafe { queue(ctx.h, device.h, 0, &mut err) };
+            if err != CL_SUCCESS || side.is_null() {
+                if let Some(f) = ctx.vt.clReleaseMemObject {
+                    // SAFETY: the buffer made above, not used by anything.
+                    unsafe { f(mem) };
+                }
+                return None;
+            }
+            Words::Buffer { mem, side }
+        };
+        Some(Control {
+            ctx,
+            words,
+            epoch: AtomicU32::new(0),
+            base: AtomicU32::new(0),
+        })
+    }
+
+    /// A new epoch for the next run (never the one the yield word may hold: epochs only
+    /// grow, and the kernel compares with wrapping arithmetic).
+    pub fn next_epoch(&self) -> u32 {
+        self.epoch.fetch_add(1, Ordering::AcqRel).wrapping_add(1)
+    }
+
+    /// Sets the control words as argument `index` of `kernel`.
+    pub fn set_arg(&self, kernel: cl_kernel, index: cl_uint) -> bool {
+        let rc = match &self.words {
+            Words::Svm(p) => match self.ctx.vt.clSetKernelArgSVMPointer {
+                // SAFETY: an SVM pointer of this context.
+                Some(f) => unsafe { f(kernel, index, *p as *const c_void) },
+                None => CL_INVALID_OPERATION,
+            },
+            Words::Buffer { mem, .. } => match self.ctx.vt.clSetKernelArg {
+                // SAFETY: a buffer of this context, by handle.
+                Some(f) => unsafe {
+                    f(
+                        kernel,
+                        index,
+                        std::mem::size_of::<cl_mem>(),
+                        mem as *const cl_mem as *const c_void,
+                    )
+                },
+                None => CL_INVALID_OPERATION,
+            },
+        };
+        rc == CL_SUCCESS
+    }
+
+    /// Asks the run of `epoch` to stop at its next group boundary.
+    pub fn request_yield(&self, epoch: u32) {
+        match &self.words {
+            // SAFETY: a word of our allocation, alive as long as `self`; fine-grained SVM
+            // with atomics may be accessed by host and kernel at once.
+            Words::Svm(p) => unsafe { &*p.add(YIELD_WORD) }.store(epoch, Ordering::SeqCst),
+            Words::Buffer { mem, side } => {
+                let Some(f) = self.ctx.vt.clEnqueueWriteBuffer else {
+                    return;
+                };
+                // SAFETY: a blocking write of one word from `epoch` into our buffer, on
+                // our second queue.
+                unsafe {
+                    f(
+                        *side,
+                        *mem,
+                        CL_TRUE,
+                        YIELD_WORD * 4,
+                        4,
+                        &epoch as *const u32 as *const c_void,
+                        0,
+                        std::ptr::null(),
+                        std::ptr::null_mut(),
+                    )
+                };
+            }
+        }
+    }
+
+    /// The ticket counter, once the run has completed.
+    pub fn ticket(&self) -> Option<u32> {
+        match &self.words {
+            // SAFETY: as in `request_yield`.
+            Words::Svm(p) => Some(unsafe { &*p.add(TICKET) }.load(Ordering::SeqCst)),
+            Words::Buffer { mem, side } => {
+                let f = self.ctx.vt.clEnqueueReadBuffer?;
+                let mut v = 0u32;
+                // SAFETY: a blocking read of one word into `v`, on our second queue (the
+                // run it follows has completed).
+                let rc = unsafe {
+                    f(
+                        *side,
+                        *mem,
+                        CL_TRUE,
+                        TICKET * 4,
+                        4,
+                        &mut v as *mut u32 as *mut c_void,
+                        0,
+                        std::ptr::null(),
+                        std::ptr::null_mut(),
+                    )
+                };
+                (rc == CL_SUCCESS).then_some(v)
+            }
+        }
+    }
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let vt = self.ctx.vt;
+        match &self.words {
+            Words::Svm(p) => {
+                if let Some(f) = vt.clSVMFree {
+                    // SAFETY: our allocation; no run of ours is in flight any more.
+                    unsafe { f(self.ctx.h, *p as *mut c_void) };
+                }
+            }
+            Words::Buffer { mem, side } => {
+                // SAFETY: our buffer and queue, released once.
+                unsafe {
+                    if let Some(f) = vt.clFinish {
+                        f(*side);
+                    }
+                    if let Some(f) = vt.clReleaseCommandQueue {
+                        f(*side);
+                    }
+                    if let Some(f) = vt.clReleaseMemObject {
+                        f(*mem);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether the device has fine-grained SVM buffers with atomics.
+fn fine_grained_svm(device: &Inner<cl_device_id>) -> bool {
+    let mut caps: cl_device_svm_capabilities = 0;
+    let Some(f) = device.vt.clGetDeviceInfo else {
+        return false;
+    };
+    // SAFETY: the vendor's query on its own device, into a value of the size passed.
+    let rc = unsafe {
+        f(
+            device.h,
+            CL_DEVICE_SVM_CAPABILITIES,
+            std::mem::size_of_val(&caps),
+            &mut caps as *mut _ as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    let want = CL_DEVICE_SVM_FINE_GRAIN_BUFFER | CL_DEVICE_SVM_ATOMICS;
+    rc == CL_SUCCESS && caps & want == want
+}
+
+/// A run on the device, as the watcher sees it.
+pub struct Running {
+    control: Arc<Control>,
+    epoch: u32,
+    claim: Mutex<Option<DeviceClaim>>,
+    /// The yield word was written for this run.
+    asked: AtomicBool,
+    /// `yielding = "chaos"`: when to ask anyway.
+    chaos_at: Option<Instant>,
+}
+
+impl Running {
+    /// Whether the watcher asked this run to stop (then the ticket tells where it got).
+    pub fn asked(&self) -> bool {
+        self.asked.load(Ordering::Acquire)
+    }
+
+    /// Whether the run's client was asked to yield since the run began.
+    fn requested(&self) -> bool {
+        self.claim
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|c| c.yield_requested())
+    }
+
+    /// Stops the run at its next group boundary (once).
+    pub fn ask(&self) {
+        if !self.asked.swap(true, Ordering::AcqRel) {
+            self.control.request_yield(self.epoch);
+        }
+    }
+}
+
+/// The process's watcher of one device (see the module's comment).
+struct Watcher {
+    arbiter: Arc<Arbiter>,
+    running: Mutex<Vec<Arc<Running>>>,
+    queues: Mutex<Vec<Weak<Managed>>>,
+}
+
+static WATCHERS: Lazy<Mutex<HashMap<usize, Arc<Watcher>>>> = Lazy::new(Default::default);
+
+fn watcher(arbiter: &Arc<Arbiter>) -> Arc<Watcher> {
+    let mut all = WATCHERS.lock().unwrap_or_else(|e| e.into_inner());
+    let key = Arc::as_ptr(arbiter) as usize;
+    if let Some(w) = all.get(&key) {
+        return w.clone();
+    }
+    let w = Arc::new(Watcher {
+        arbiter: arbiter.clone(),
+        running: Mutex::new(Vec::new()),
+        queues: Mutex::new(Vec::new()),
+    });
+    let me = w.clone();
+    let spawned = std::thread::Builder::new()
+        .name("softpreempt-watch".into())
+        .spawn(move || me.run());
+    if let Err(e) = spawned {
+        tracing::error!("softpreempt: cannot start the yield watcher: {e}");
+    }
+    all.insert(key, w.clone());
+    w
+}
+
+/// Registers a managed queue with its device's watcher (its client's lease is kept alive
+/// from then on).
+pub fn watch_queue(m: &Arc<Managed>) {
+    if let Some(a) = &m.arbiter {
+        watcher(a)
+            .queues
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::downgrade(m));
+    }
+}
+
+/// A run of `m` with `epoch` goes on the device: the watcher stops it when its client is
+/// asked to yield (or at random, with `yielding = "chaos"`).
+pub fn start(
+    m: &Managed,
+    control: &Arc<Control>,
+    epoch: u32,
+    claim: Option<DeviceClaim>,
+) -> Arc<Running> {
+    let chaos = config::config().sched.yielding == YieldMode::Chaos;
+    let r = Arc::new(Running {
+        control: control.clone(),
+        epoch,
+        claim: Mutex::new(claim),
+        asked: AtomicBool::new(false),
+        chaos_at: chaos.then(|| Instant::now() + Duration::from_micros(random_below(2_000))),
+    });
+    if let Some(a) = &m.arbiter {
+        let w = watcher(a);
+        w.running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(r.clone());
+    }
+    // A request that came before the watcher saw this run is not missed: the watcher
+    // wakes for every later one, and this looks at the earlier ones.
+    if r.requested() {
+        r.ask();
+    }
+    r
+}
+
+/// The run has completed: the watcher forgets it; returns its claim.
+pub fn finish(m: &Managed, r: &Arc<Running>) -> Option<DeviceClaim> {
+    if let Some(a) = &m.arbiter {
+        watcher(a)
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|x| !Arc::ptr_eq(x, r));
+    }
+    r.claim.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+/// A pseudo-random number below `n` (chaos timing only; not for anything that matters).
+fn random_below(n: u64) -> u64 {
+    let t = softpreempt_sched::monotonic_ns();
+    (t ^ (t >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15) % n.max(1)
+}
+
+impl Watcher {
+    fn run(self: Arc<Self>) {
+        let mut last_beat = Instant::now();
+        loop {
+            let seen = self.arbiter.yield_generation();
+            let now = Instant::now();
+            let running: Vec<Arc<Running>> = self
+                .running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let mut chaos_next: Option<Instant> = None;
+            for r in &running {
+                let asked_by_peer = r.requested();
+                let chaos_due = r.chaos_at.is_some_and(|t| t <= now);
+                if asked_by_peer || chaos_due {
+                    r.ask();
+                } else if let Some(t) = r.chaos_at {
+                    chaos_next = Some(chaos_next.map_or(t, |c| c.min(t)));
+                }
+            }
+            let interval = self.arbiter.heartbeat_interval();
+            if now.duration_since(last_beat) >= interval / 2 {
+                last_beat = now;
+                let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+                queues.retain(|q| q.strong_count() > 0);
+                for q in queues.iter().filter_map(Weak::upgrade) {
+                    if let Some(c) = &q.client {
+                        c.heartbeat();
+                    }
+                }
+            }
+            let wait = chaos_next.map_or(interval / 2, |t| {
+                t.saturating_duration_since(Instant::now())
+                    .min(interval / 2)
+            });
+            self.arbiter
+                .wait_yield_generation(seen, wait.max(Duration::from_micros(50)));
+        }
+    }
+}

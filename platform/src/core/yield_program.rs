@@ -1,0 +1,153 @@
+//! The persistent entries of a program's kernels, for yielding launches (architecture,
+//! "Yielding launches"; the rewrite is `softpreempt_transform::yielding`).
+//!
+//! A program built from source gets, on first need, a second vendor program in the same
+//! context: its source with a persistent entry `__sp_y_<kernel>` after the last line for
+//! each kernel the rewrite can take. It is built on a thread of the layer with the
+//! application's build options, the first time a managed queue would launch one of the
+//! program's kernels as a yielding launch; until it is built (or where it fails) launches go
+//! as before (slices, or the driver). Processes that never ask, such as a high-priority
+//! server whose launches go straight to the vendor, never build it.
+//!
+//! Not yet: programs created from binaries (the program store keeps the geometry rewrite's
+//! source, not this one), and programs compiled and linked in steps.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::Arc;
+
+use softpreempt_transform::YieldKernel;
+
+use crate::core::handle::{Obj, Ref};
+use crate::core::objects::Program;
+use crate::core::rewritten::OwnedProgram;
+
+/// A built program of persistent entries.
+pub struct YieldExec {
+    pub program: OwnedProgram,
+    /// By the application's kernel name.
+    pub kernels: HashMap<String, YieldKernel>,
+}
+
+/// Where a program's persistent entries stand.
+#[derive(Default)]
+pub enum YieldState {
+    /// Nobody asked yet (or the program was built again since).
+    #[default]
+    Unasked,
+    /// Being built on a thread of the layer.
+    Building,
+    Ready(Arc<YieldExec>),
+    /// None: not source, no kernel the rewrite could take, or its build failed (logged).
+    Unavailable,
+}
+
+/// The program's persistent entries, if they are built; the first call for a program
+/// built from source starts their build (on a thread) and answers `None` meanwhile.
+pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
+    let prog = p.get();
+    let mut st = prog.yielding.lock().unwrap_or_else(|e| e.into_inner());
+    match &*st {
+        YieldState::Ready(e) => return Some(e.clone()),
+        YieldState::Building | YieldState::Unavailable => return None,
+        YieldState::Unasked => {}
+    }
+    let analysis = prog
+        .origin
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .analysis();
+    let Some(analysis) = analysis else {
+        *st = YieldState::Unavailable;
+        return None;
+    };
+    let y = match softpreempt_transform::yielding_or_why(&analysis) {
+        Ok(y) => y,
+        Err(why) => {
+            for (k, reason) in why {
+                crate::info_once!(
+                    format!("no-yield:{k}"),
+                    "softpreempt: kernel '{k}' does not yield: {reason}"
+                );
+            }
+            *st = YieldState::Unavailable;
+            return None;
+        }
+    };
+    for (k, reason) in &y.skipped {
+        crate::info_once!(
+            format!("no-yield:{k}"),
+            "softpreempt: kernel '{k}' does not yield: {reason}"
+        );
+    }
+    if !y.headers.is_empty() {
+        // Compiled with headers (clCompileProgram): its entries would need them too.
+        *st = YieldState::Unavailable;
+        return None;
+    }
+    *st = YieldState::Building;
+    drop(st);
+    let options = prog.build_options();
+    let job = Job {
+        program: p.hold(),
+        source: y.source,
+        kernels: y.kernels,
+        options,
+    };
+    let spawned = std::thread::Builder::new()
+        .name("softpreempt-yield-build".into())
+        .spawn(move || job.run());
+    if let Err(e) = spawned {
+        tracing::warn!("softpreempt: cannot start a build thread for yielding launches: {e}");
+        *prog.yielding.lock().unwrap_or_else(|e| e.into_inner()) = YieldState::Unavailable;
+    }
+    None
+}
+
+/// A build of persistent entries, on its thread.
+struct Job {
+    program: Ref<Program>,
+    source: String,
+    kernels: Vec<YieldKernel>,
+    options: Option<CString>,
+}
+
+impl Job {
+    fn run(self) {
+        let prog = self.program.get();
+        let ctx = &prog.context.get().inner;
+        let built = OwnedProgram::from_source(ctx, &self.source).and_then(|owned| {
+            let opts = self
+                .options
+                .as_ref()
+                .map_or(std::ptr::null(), |o| o.as_ptr());
+            crate::core::rewritten::build(&owned.0, &[], opts).map(|()| owned)
+        });
+        let state = match built {
+            Ok(program) => {
+                tracing::debug!(kernels = self.kernels.len(), "persistent entries built");
+                YieldState::Ready(Arc::new(YieldExec {
+                    program,
+                    kernels: self
+                        .kernels
+                        .into_iter()
+                        .map(|k| (k.name.clone(), k))
+                        .collect(),
+                }))
+            }
+            Err(why) => {
+                crate::warn_once!(
+                    "yield-build",
+                    "softpreempt: a program's persistent entries did not build ({why}); its \
+                     kernels do not yield"
+                );
+                YieldState::Unavailable
+            }
+        };
+        let mut st = prog.yielding.lock().unwrap_or_else(|e| e.into_inner());
+        // A build of the application's program meanwhile reset the state: this one is stale.
+        if matches!(*st, YieldState::Building) {
+            *st = state;
+        }
+    }
+}
