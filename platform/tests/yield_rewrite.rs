@@ -58,6 +58,30 @@ const START: &str = "
         acc = acc * 31u + (uint)geo(d);
     for (uint r = 0; r < 200000u + (salt & 255u); r++)
         acc = acc * 1664525u + 1013904223u;";
+/// Barriers in a branch that every item of a group takes alike: on an argument, and on
+/// the group.
+const UNIFORM_BRANCH: &str = "
+    if (salt % 2u == 1u) {
+        scratch[l] = acc ^ 7u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        acc += scratch[(l + 3) % n];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (get_group_id(0) % 3u == 1u) {
+        scratch[l] = acc ^ 9u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        acc ^= scratch[(l + 5) % n];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }";
+/// A return after a barrier, in the same branch.
+const BRANCH_RETURN: &str = "
+    if (get_group_id(0) % 2u == 0u) {
+        scratch[l] = acc ^ 7u;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        acc += scratch[(l + 3) % n];
+        if ((acc & 7u) == 2u)
+            return;
+    }";
 const SCRATCH: &str = "
     scratch[l] = acc;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -134,10 +158,16 @@ fn generate(seed: u64) -> Gen {
     }
     source += START;
     if rng.coin() {
+        source += UNIFORM_BRANCH;
+    }
+    if rng.coin() {
         source += SCRATCH;
     }
     if tile {
         source += TILE;
+    }
+    if rng.coin() {
+        source += BRANCH_RETURN;
     }
     if rng.coin() {
         source += LOOP_RETURN;

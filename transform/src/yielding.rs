@@ -270,9 +270,19 @@ impl<'a> Yielder<'a> {
             }
             text += &t;
         }
-        let Some((args, reqd_local)) = shape else {
+        let Some((args, mut reqd_local)) = shape else {
             return Err("kernel has no definition".into());
         };
+        // A prototype may carry the attribute that the definition leaves out.
+        for f in (self.model.parsed.funcs.iter()).filter(|f| f.name == k.name && f.body.is_none()) {
+            match (self.reqd(f)?, reqd_local) {
+                (Some(p), None) => reqd_local = Some(p),
+                (Some(p), Some(d)) if p != d => {
+                    return Err("kernel's declarations differ in reqd_work_group_size".into())
+                }
+                _ => {}
+            }
+        }
         Ok((
             text,
             YieldKernel {
