@@ -78,7 +78,8 @@
 //! `#undef`'d after the group opens, such as an include guard (their copy past the last
 //! line would read otherwise); a `return` inside a macro; a `return` that a barrier or another work-group
 //! function may follow in the same execution (after it, or in a loop around it: barriers
-//! must stay uniform); a `__local` declaration that names something the body mentions
+//! must stay uniform), or that leaves a loop from inside a block holding a barrier (PoCL
+//! 3.1 runs that shape wrongly in a persistent group; see `docs/design.md`); a `__local` declaration that names something the body mentions
 //! before it or sits inside an `#if` of the body (it is hoisted to kernel scope); a
 //! `reqd_work_group_size` that is not three integer literals (or macros for them). [`yielding`] never panics; a program the rewrite cannot follow gets `None`.
 

@@ -160,6 +160,14 @@ fn returns_that_barriers_may_follow_are_refused() {
         "kernel void k(global int* o, int n) { if (get_group_id(0) >= n) return; barrier(CLK_LOCAL_MEM_FENCE); o[0] = 1; }",
         "may be followed by a barrier",
     );
+    // A return that leaves a loop inside a block holding a barrier (PoCL 3.1).
+    skipped(
+        "kernel void k(global int* o, int n) {\n  if (n > 2) {\n    barrier(CLK_LOCAL_MEM_FENCE);\n    for (int i = 0; i < n; i++)\n      if (o[i]) return;\n  }\n  o[0] = 1;\n}",
+        "`return` on line 5 leaves a loop inside a block with a barrier",
+    );
+    // Outside such a block it is fine.
+    let p = program("kernel void k(global int* o, int n) {\n  if (n) { barrier(CLK_LOCAL_MEM_FENCE); if (o[1]) return; }\n  for (int i = 0; i < n; i++) {\n    if (o[i]) return;\n  }\n}");
+    assert_eq!(p.kernels.len(), 1);
     // A return inside a macro cannot be redirected.
     skipped(
         "#define BAIL(c) if (c) return\nkernel void k(global int* o) { BAIL(o[0]); o[1] = 1; }",

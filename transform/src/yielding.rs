@@ -514,6 +514,25 @@ impl<'a> Yielder<'a> {
                 return refuse(r);
             }
         }
+        // PoCL 3.1 runs the entry wrongly where a `return` leaves a loop from inside a block
+        // that also holds a barrier (a jump out of two levels of loops, in a region of
+        // barriers; docs/design.md has the reproduction without any rewrite).
+        for &r in returns
+            .iter()
+            .filter(|&&r| loops.iter().any(|l| l.contains(&r)))
+        {
+            let block_with_sync = (0..r).filter(|&o| self.unit.text(toks[o]) == "{").any(|o| {
+                matching(self.unit, toks, o)
+                    .is_some_and(|c| c > r && syncs.iter().any(|&s| o < s && s < c))
+            });
+            if block_with_sync {
+                return Err(format!(
+                    "the `return` on line {} leaves a loop inside a block with a barrier \
+                     (PoCL 3.1 runs that wrongly in a persistent group)",
+                    self.line(base + r)
+                ));
+            }
+        }
         Ok(())
     }
 
