@@ -264,6 +264,11 @@ fn text_that_could_mean_something_else_past_the_last_line_is_refused() {
         "kernel void k(global int* o) { o[0] = 1; __asm__(\"\"); }",
         "uses `__asm__`",
     );
+    // A macro that renames what the entry itself uses.
+    skipped(
+        "#define ulong16 float\nkernel void k(global int* o) { o[0] = 1; }",
+        "defines a macro `ulong16`",
+    );
     // A kernel whose parameters a macro may multiply.
     skipped(
         "#define PARAMS global int* o, int n\nkernel void k(PARAMS) { o[0] = n; }",

@@ -25,7 +25,7 @@ use std::ops::Range;
 
 use super::analyse::{mentions, Model};
 use super::builtins::{is_sync, YIELDING};
-use super::lex::Tok;
+use super::lex::{Kind, Tok};
 use super::parse::{matching, Func};
 use super::pp::{TokRef, Unit};
 use super::rewrite::{apply_in, plan, Edit, Rewriter, GEOMETRY_ARG_SIZE};
@@ -175,6 +175,21 @@ pub(super) fn yielding_unguarded(
                 .into(),
         ));
     };
+    // The entries' own code must read as written: no macro may rename what it uses.
+    let keys = [
+        "HEAD", "PARAMS", "POST", "HOISTED", "BODY", "NEXT", "WORD", "TICKET", "NAME",
+    ];
+    let blank: Vec<(&str, &str)> = keys.iter().map(|k| (*k, "")).collect();
+    let ours = super::lex::lex(&format!("{DEFINITIONS}{}", fill(ENTRY, &blank))).toks;
+    let renamed = ours
+        .iter()
+        .find(|t| t.kind == Kind::Ident && model.unit.macros.iter().any(|m| m.name == t.text));
+    if let Some(t) = renamed {
+        return Err(all(format!(
+            "the program defines a macro `{}`, a name the entry kernels use",
+            t.text
+        )));
+    }
     let y = Yielder::new(model, &r, &edits);
     let mut tail = String::from(super::rewrite::PSABI);
     tail += &DEFINITIONS.replace("_H(", &format!("_{}(", r.suffix));
