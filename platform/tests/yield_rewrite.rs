@@ -725,7 +725,7 @@ pieces! {
     corpus_rewrites_build_0: corpus_builds(0..9);
     corpus_rewrites_build_1: corpus_builds(9..18);
     corpus_rewrites_build_2: corpus_builds(18..27);
-    corpus_rewrites_build_3: corpus_builds(27..36);
+    corpus_rewrites_build_3: corpus_builds(27..38);
 }
 
 /// The corpus's programs.
@@ -767,6 +767,9 @@ const CORPUS: &[(&str, &str)] = {
         ("WITH_STRUCT", WITH_STRUCT),
         ("VEC4", VEC4),
         ("FALLBACK_CONTROL", FALLBACK_CONTROL),
+        // With headers (compiled, then linked).
+        ("WITH_HEADER", WITH_HEADER),
+        ("COMPILED", COMPILED),
     ]
 };
 
@@ -779,10 +782,16 @@ fn corpus_builds(range: std::ops::Range<usize>) {
     for (name, source) in programs {
         // OpenCL 2.0 builtins (get_global_linear_id, get_enqueued_local_size) need CL3.0.
         let options = "-cl-std=CL3.0";
-        let p = yielding(&analyse(source, &[])).unwrap_or_else(|| panic!("{name}: not rewritten"));
+        let headers: Vec<(String, String)> = match *name {
+            "WITH_HEADER" => vec![("geom.h".into(), corpus::GEOM_H.into())],
+            "COMPILED" => vec![("groups.h".into(), corpus::GROUPS_H.into())],
+            _ => Vec::new(),
+        };
+        let p =
+            yielding(&analyse(source, &headers)).unwrap_or_else(|| panic!("{name}: not rewritten"));
         assert!(p.skipped.is_empty(), "{name}: {:?}", p.skipped);
         // What the vendor cannot build (OpenCL 2.0 builtins on NVIDIA) proves nothing here.
-        match cl.build(source, &[], options) {
+        match cl.build(source, &headers, options) {
             // SAFETY: our program, no longer used.
             Ok(original) => unsafe { clReleaseProgram(original) },
             Err(_) => {

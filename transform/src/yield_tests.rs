@@ -371,3 +371,27 @@ fn kernels_in_conditional_groups_keep_their_conditions() {
         "`W`, which is defined or #undef'd after it",
     );
 }
+
+#[test]
+fn kernels_and_helpers_in_headers() {
+    let h = vec![(
+        "k.h".to_string(),
+        "size_t gid(void) { return get_global_id(0); }\nkernel void hk(global int* o) { o[gid()] = 1; }\n".to_string(),
+    )];
+    let p = yielding(&analyse(
+        "#include \"k.h\"\nkernel void k(global int* o) { o[gid()] = 2; }\n",
+        &h,
+    ))
+    .unwrap();
+    let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["hk", "k"]);
+    // The header's helper gets the geometry; the entries, past the main source's last
+    // line, pass it on.
+    assert!(
+        p.headers[0].1.contains("size_t gid(ulong16 __sp_geom)"),
+        "{:?}",
+        p.headers
+    );
+    assert!(entry(&p, "hk").contains("o[gid(__sp_geom)] = 1;"));
+    assert!(entry(&p, "k").contains("o[gid(__sp_geom)] = 2;"));
+}
