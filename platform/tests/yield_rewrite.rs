@@ -547,7 +547,8 @@ fn run_entry(
         l.enqueue(g.work_dim, &[0; 3], &global, &g.local);
         // SAFETY: a valid queue.
         ok(unsafe { clFlush(Cl::get().queue) }, "clFlush");
-        if let Some(w) = when(y.launches, before.wrapping_sub(base)) {
+        let asked = when(y.launches, before.wrapping_sub(base));
+        if let Some(w) = asked {
             // Spun, not slept: sleeps are too coarse for launches of a millisecond.
             let start = Instant::now();
             let due = |now: Instant| match w {
@@ -573,6 +574,15 @@ fn run_entry(
         let ticket = l.ticket();
         let done = ticket.wrapping_sub(base);
         if done >= total {
+            // A launch that ran to the end unasked leaves the counter at base + total + P,
+            // after earlier yields too (the host's protocol needs no read then).
+            if asked.is_none() {
+                assert_eq!(
+                    done,
+                    total + g.persistent as u32,
+                    "tickets after an unasked launch"
+                );
+            }
             return y;
         }
         if ticket != before {
