@@ -65,6 +65,8 @@
 //!   launch is done (and the next base is `value`). Otherwise the groups from
 //!   `value - base` on have not run; the host relaunches the same grid with the same base
 //!   and a new epoch, and the counter goes on from `value`.
+//! - Launches that may run at the same time need control words of their own (one ticket
+//!   counter per launch in flight).
 //! - The counter is 32 bits and wraps; total groups must stay below `2^31` so that the
 //!   differences stay unambiguous.
 //!
