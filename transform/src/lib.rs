@@ -54,15 +54,19 @@
 //!   NVIDIA; memory the kernel reads in place on CPU devices, such as fine-grained SVM).
 //! - The ticket counter is never reset: the host reads it once when the application's
 //!   launch begins (or keeps its own count) and passes that value as `ticket_base`.
-//! - **No yield requested:** nothing needs reading back. A full run takes exactly
-//!   `total + P` tickets (each persistent group takes one final ticket `>= total`), so
-//!   the next application launch's base is `base + total + P`.
+//! - **No yield requested:** nothing needs reading back. A launch that runs to the end
+//!   leaves the counter at exactly `base + total + P`: the virtual groups not yet handed
+//!   out, then one final ticket `>= total` for each persistent group. That holds for the
+//!   relaunch that ends a yielded application launch too, so the next application
+//!   launch's base is `base + total + P` either way.
 //! - **After a yield request:** when the launch has completed, the host reads
 //!   `control[TICKET]`. `(value - base) >= total` (wrapping) means every virtual group was
 //!   handed out, and a group that takes a ticket runs it to the end: the application's
-//!   launch is done. Otherwise the groups `value - base ..` have not run; the host
-//!   relaunches the same grid with the same base and a new epoch (the counter continues
-//!   from `value`). The next base is then the value read after the last relaunch.
+//!   launch is done (and the next base is `value`). Otherwise the groups from
+//!   `value - base` on have not run; the host relaunches the same grid with the same base
+//!   and a new epoch, and the counter goes on from `value`.
+//! - Launches that may run at the same time need control words of their own (one ticket
+//!   counter per launch in flight).
 //! - The counter is 32 bits and wraps; total groups must stay below `2^31` so that the
 //!   differences stay unambiguous.
 //!
@@ -72,15 +76,22 @@
 //! the body come with the copy. Definitions of one kernel in distinct branches each get
 //! their entry.
 //!
-//! **What is not rewritten** (each in [`YieldProgram::skipped`] with its reason): kernels
-//! the analysis is unsure of; kernels that use a macro that is `#undef`'d or defined at or
-//! after them, or sit in (or hold) an `#if` whose condition reads a macro defined or
-//! `#undef`'d after the group opens, such as an include guard (their copy past the last
-//! line would read otherwise); a `return` inside a macro; a `return` that a barrier or another work-group
-//! function may follow in the same execution (after it, or in a loop around it: barriers
-//! must stay uniform); a `__local` declaration that names something the body mentions
-//! before it or sits inside an `#if` of the body (it is hoisted to kernel scope); a
-//! `reqd_work_group_size` that is not three integer literals (or macros for them). [`yielding`] never panics; a program the rewrite cannot follow gets `None`.
+//! **What is not rewritten** (each in [`YieldProgram::skipped`] with its reason):
+//! - kernels the analysis is unsure of;
+//! - kernels whose copy past the last line would read otherwise: that use a macro that is
+//!   `#undef`'d or defined at or after them, or sit in (or hold) an `#if` whose condition
+//!   reads a macro defined or `#undef`'d after the group opens (an include guard), and
+//!   every kernel of a program that defines a macro named like something the entries use
+//!   (`ulong16`, `barrier`, ...);
+//! - a `return` inside a macro; a `return` that a barrier or another work-group function
+//!   may follow in the same execution (after it, or in a loop around it: barriers must
+//!   stay uniform), or that leaves a loop from inside a block holding a barrier (PoCL 3.1
+//!   runs that shape wrongly in a persistent group; see `docs/design.md`);
+//! - a `__local` declaration that names something the body mentions before it, or sits
+//!   inside an `#if` of the body (it is hoisted to kernel scope);
+//! - a `reqd_work_group_size` that is not three integer literals (or macros for them).
+//!
+//! [`yielding`] never panics; a program the rewrite cannot follow at all gets `None`.
 
 mod analyse;
 mod builtins;

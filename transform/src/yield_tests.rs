@@ -153,6 +153,21 @@ fn returns_that_barriers_may_follow_are_refused() {
     // A barrier before the returns, and loops that hold no barrier, are fine.
     let p = program("kernel void k(global int* o, local int* t) {\n  t[get_local_id(0)] = 1;\n  barrier(CLK_LOCAL_MEM_FENCE);\n  for (int i = 0; i < 4; i++)\n    if (t[i]) return;\n  for (int i = 0; i < 4; i++) { o[i] = 0; }\n  o[0] = t[1];\n}");
     assert_eq!(p.kernels.len(), 1);
+    // Even where every item of a group takes the return or none does: PoCL 3.1 gave wrong
+    // results for a barrier in a branch that all items take alike inside the persistent
+    // loop, so uniformity is not worth proving.
+    skipped(
+        "kernel void k(global int* o, int n) { if (get_group_id(0) >= n) return; barrier(CLK_LOCAL_MEM_FENCE); o[0] = 1; }",
+        "may be followed by a barrier",
+    );
+    // A return that leaves a loop inside a block holding a barrier (PoCL 3.1).
+    skipped(
+        "kernel void k(global int* o, int n) {\n  if (n > 2) {\n    barrier(CLK_LOCAL_MEM_FENCE);\n    for (int i = 0; i < n; i++)\n      if (o[i]) return;\n  }\n  o[0] = 1;\n}",
+        "`return` on line 5 leaves a loop inside a block with a barrier",
+    );
+    // Outside such a block it is fine.
+    let p = program("kernel void k(global int* o, int n) {\n  if (n) { barrier(CLK_LOCAL_MEM_FENCE); if (o[1]) return; }\n  for (int i = 0; i < n; i++) {\n    if (o[i]) return;\n  }\n}");
+    assert_eq!(p.kernels.len(), 1);
     // A return inside a macro cannot be redirected.
     skipped(
         "#define BAIL(c) if (c) return\nkernel void k(global int* o) { BAIL(o[0]); o[1] = 1; }",
@@ -198,6 +213,9 @@ fn attributes_are_kept_and_reqd_work_group_size_read() {
     assert!(entry(&p, "a").contains("__kernel __attribute__((reqd_work_group_size(8, 2, 1))) __attribute__((vec_type_hint(float4))) void __sp_y_a("));
     assert!(entry(&p, "b")
         .contains(", __global uint* __sp_yc) __attribute__((reqd_work_group_size(16u, 1, 1))) {"));
+    // From a prototype.
+    let p = program("kernel __attribute__((reqd_work_group_size(4, 1, 1))) void k(global int* o);\nkernel void k(global int* o) { o[0] = 1; }");
+    assert_eq!(p.kernels[0].reqd_local, Some([4, 1, 1]));
     skipped(
         "#define WG __attribute__((reqd_work_group_size(8, 1, 1)))\nkernel WG void k(global int* o) { o[0] = 1; }",
         "reqd_work_group_size comes through macro `WG`",
@@ -245,6 +263,11 @@ fn text_that_could_mean_something_else_past_the_last_line_is_refused() {
     skipped(
         "kernel void k(global int* o) { o[0] = 1; __asm__(\"\"); }",
         "uses `__asm__`",
+    );
+    // A macro that renames what the entry itself uses.
+    skipped(
+        "#define ulong16 float\nkernel void k(global int* o) { o[0] = 1; }",
+        "defines a macro `ulong16`",
     );
     // A kernel whose parameters a macro may multiply.
     skipped(
@@ -347,4 +370,28 @@ fn kernels_in_conditional_groups_keep_their_conditions() {
         "#define W 1\n#if W\nkernel void k(global int* o) { o[0] = 1; }\n#endif\n#undef W\n",
         "`W`, which is defined or #undef'd after it",
     );
+}
+
+#[test]
+fn kernels_and_helpers_in_headers() {
+    let h = vec![(
+        "k.h".to_string(),
+        "size_t gid(void) { return get_global_id(0); }\nkernel void hk(global int* o) { o[gid()] = 1; }\n".to_string(),
+    )];
+    let p = yielding(&analyse(
+        "#include \"k.h\"\nkernel void k(global int* o) { o[gid()] = 2; }\n",
+        &h,
+    ))
+    .unwrap();
+    let names: Vec<&str> = p.kernels.iter().map(|k| k.name.as_str()).collect();
+    assert_eq!(names, ["hk", "k"]);
+    // The header's helper gets the geometry; the entries, past the main source's last
+    // line, pass it on.
+    assert!(
+        p.headers[0].1.contains("size_t gid(ulong16 __sp_geom)"),
+        "{:?}",
+        p.headers
+    );
+    assert!(entry(&p, "hk").contains("o[gid(__sp_geom)] = 1;"));
+    assert!(entry(&p, "k").contains("o[gid(__sp_geom)] = 2;"));
 }

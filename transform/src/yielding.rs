@@ -25,7 +25,7 @@ use std::ops::Range;
 
 use super::analyse::{mentions, Model};
 use super::builtins::{is_sync, YIELDING};
-use super::lex::Tok;
+use super::lex::{Kind, Tok};
 use super::parse::{matching, Func};
 use super::pp::{TokRef, Unit};
 use super::rewrite::{apply_in, plan, Edit, Rewriter, GEOMETRY_ARG_SIZE};
@@ -175,6 +175,21 @@ pub(super) fn yielding_unguarded(
                 .into(),
         ));
     };
+    // The entries' own code must read as written: no macro may rename what it uses.
+    let keys = [
+        "HEAD", "PARAMS", "POST", "HOISTED", "BODY", "NEXT", "WORD", "TICKET", "NAME",
+    ];
+    let blank: Vec<(&str, &str)> = keys.iter().map(|k| (*k, "")).collect();
+    let ours = super::lex::lex(&format!("{DEFINITIONS}{}", fill(ENTRY, &blank))).toks;
+    let renamed = ours
+        .iter()
+        .find(|t| t.kind == Kind::Ident && model.unit.macros.iter().any(|m| m.name == t.text));
+    if let Some(t) = renamed {
+        return Err(all(format!(
+            "the program defines a macro `{}`, a name the entry kernels use",
+            t.text
+        )));
+    }
     let y = Yielder::new(model, &r, &edits);
     let mut tail = String::from(super::rewrite::PSABI);
     tail += &DEFINITIONS.replace("_H(", &format!("_{}(", r.suffix));
@@ -270,9 +285,19 @@ impl<'a> Yielder<'a> {
             }
             text += &t;
         }
-        let Some((args, reqd_local)) = shape else {
+        let Some((args, mut reqd_local)) = shape else {
             return Err("kernel has no definition".into());
         };
+        // A prototype may carry the attribute that the definition leaves out.
+        for f in (self.model.parsed.funcs.iter()).filter(|f| f.name == k.name && f.body.is_none()) {
+            match (self.reqd(f)?, reqd_local) {
+                (Some(p), None) => reqd_local = Some(p),
+                (Some(p), Some(d)) if p != d => {
+                    return Err("kernel's declarations differ in reqd_work_group_size".into())
+                }
+                _ => {}
+            }
+        }
         Ok((
             text,
             YieldKernel {
@@ -502,6 +527,25 @@ impl<'a> Yielder<'a> {
             let around = |l: &Range<usize>| l.contains(&r) && syncs.iter().any(|s| l.contains(s));
             if loops.iter().any(around) {
                 return refuse(r);
+            }
+        }
+        // PoCL 3.1 runs the entry wrongly where a `return` leaves a loop from inside a block
+        // that also holds a barrier (a jump out of two levels of loops, in a region of
+        // barriers; docs/design.md has the reproduction without any rewrite).
+        for &r in returns
+            .iter()
+            .filter(|&&r| loops.iter().any(|l| l.contains(&r)))
+        {
+            let block_with_sync = (0..r).filter(|&o| self.unit.text(toks[o]) == "{").any(|o| {
+                matching(self.unit, toks, o)
+                    .is_some_and(|c| c > r && syncs.iter().any(|&s| o < s && s < c))
+            });
+            if block_with_sync {
+                return Err(format!(
+                    "the `return` on line {} leaves a loop inside a block with a barrier \
+                     (PoCL 3.1 runs that wrongly in a persistent group)",
+                    self.line(base + r)
+                ));
             }
         }
         Ok(())
