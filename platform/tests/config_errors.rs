@@ -72,7 +72,7 @@ fn unknown_key_in_table() {
         5,
         1,
         "sched.slice_mode",
-        "unknown key, expected one of `slice`, `target_slice_us`, `piece_us`, `wave_work_groups`, `cpu_idle_class`, `max_inflight`, `min_share`, \
+        "unknown key, expected one of `slice`, `yielding`, `yield_wait_us`, `target_slice_us`, `piece_us`, `wave_work_groups`, `cpu_idle_class`, `max_inflight`, `min_share`, \
          `hp_linger_us`, `arbiter_timeout_ms`, `shm_group`, `shm_dir`",
     );
 }

@@ -861,6 +861,7 @@ impl Submitter {
             let ticket = if asked { ctl.ticket() } else { None };
             let done = rc != CL_SUCCESS
                 || ticket.is_none_or(|t| u64::from(t.wrapping_sub(base)) >= y.total);
+            tracing::debug!(kernel = %l.name, base, ?ticket, total = y.total, persistent = y.persistent, asked, done, took, "yielding run");
             if let (Some(c), Some(claim)) = (self.m.client.as_ref(), claim) {
                 c.leave_device(claim, !done);
             }
