@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use softpreempt_platform::config::{
     config_path, load, load_from, load_with_default_path, Config, Effective, Level, Location,
-    Priority, Rule, SafeBinary, SliceMode, Source, CONTROLS, DEFAULT_PATH,
+    Priority, Rule, SafeBinary, SliceMode, Source, YieldMode, CONTROLS, DEFAULT_PATH,
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -59,6 +59,8 @@ fn good_file_sets_every_key() {
         ]
     );
     assert_eq!(c.sched.slice, SliceMode::Always);
+    assert_eq!(c.sched.yielding, YieldMode::Never);
+    assert_eq!(c.sched.yield_wait_us, 200);
     assert_eq!(c.sched.target_slice_us, Some(500));
     assert_eq!(c.sched.piece_us, Some(4000));
     assert!(!c.sched.cpu_idle_class);
