@@ -233,6 +233,9 @@ fn main() {
                 .read_line(&mut line)
                 .unwrap();
             assert_eq!(line.trim(), "ready", "the idle LP did not start");
+            // Idle, not just started: a client that registered within the last 500 ms
+            // counts as active (its work may be about to come).
+            std::thread::sleep(std::time::Duration::from_secs(1));
             child
         });
         for (per_call, n) in [false, true]

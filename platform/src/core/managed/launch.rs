@@ -248,14 +248,40 @@ pub(super) fn wave_work_groups(
     (units * per_unit, gpu)
 }
 
+/// Work-items per group a yielding launch of a kernel that does not depend on its local
+/// size aims at when the application passed NULL. Each virtual group costs one atomic on
+/// the launch's single ticket counter, two barriers and a read of the yield word: with
+/// the 32-item groups a GPU's preferred multiple gives, a 50 ms compute launch on an H100
+/// had 55 million groups and the counter serialised them (the persistent launch took up
+/// to twice as long); at 256 items the probe's persistent kernels cost under 1%.
+const YIELD_GROUP_ITEMS: usize = 256;
+
 /// The local size a yielding launch of a kernel that does not depend on it runs with, when
-/// the application passed NULL (see [`null_local_unit`]).
+/// the application passed NULL: the largest multiple of the vendor's preferred multiple
+/// up to [`YIELD_GROUP_ITEMS`] (and the kernel's own limit) that divides the first
+/// dimension, else the slicing block ([`null_local_unit`]).
 pub fn default_local(
     k: &Kernel,
     device: &crate::core::forward::Inner<cl_device_id>,
     geo: &Geometry,
 ) -> [usize; 3] {
-    null_local_unit(k, device, geo).0
+    let pm: usize = kernel_wg_info(k, device.h, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE)
+        .unwrap_or(1)
+        .max(1);
+    let max_wg: usize = kernel_wg_info(k, device.h, CL_KERNEL_WORK_GROUP_SIZE).unwrap_or(1);
+    let max_item = device_item_sizes(device)
+        .and_then(|v| v.first().copied())
+        .unwrap_or(1);
+    let cap = YIELD_GROUP_ITEMS.min(max_wg).min(max_item);
+    let g0 = geo.global[0];
+    match (1..=cap / pm)
+        .rev()
+        .map(|i| i * pm)
+        .find(|&d| g0.is_multiple_of(d))
+    {
+        Some(d) => [d, 1, 1],
+        None => null_local_unit(k, device, geo).0,
+    }
 }
 
 /// The block slices are cut in: the local size, or with a NULL local size the block

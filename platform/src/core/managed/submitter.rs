@@ -804,7 +804,12 @@ impl Submitter {
         let mut runs = 0u64;
         let (mut launch_ns, mut max_ns) = (0u64, 0u64);
         loop {
+            let asked_ns = monotonic_ns();
             let token = self.grant();
+            let granted_ns = monotonic_ns();
+            if crate::trace::enabled() {
+                crate::trace::grant_wait(&self.m.label, asked_ns, granted_ns);
+            }
             let epoch = ctl.next_epoch();
             let geo = softpreempt_transform::yield_geometry_arg(
                 l.work_dim,
@@ -858,10 +863,12 @@ impl Submitter {
             let asked = running.asked();
             let claim = yielding::finish(&self.m, &running);
             // Asked to stop: the ticket says how far it got. Not asked: it ran to the end.
+            let read_ns = monotonic_ns();
             let ticket = if asked { ctl.ticket() } else { None };
+            let read_ns = monotonic_ns() - read_ns;
             let done = rc != CL_SUCCESS
                 || ticket.is_none_or(|t| u64::from(t.wrapping_sub(base)) >= y.total);
-            tracing::debug!(kernel = %l.name, base, ?ticket, total = y.total, persistent = y.persistent, asked, done, took, "yielding run");
+            tracing::debug!(kernel = %l.name, grant_wait_ns = granted_ns - asked_ns, read_ns, ?yield_ns, base, ?ticket, total = y.total, persistent = y.persistent, asked, done, took, "yielding run");
             if let (Some(c), Some(claim)) = (self.m.client.as_ref(), claim) {
                 c.leave_device(claim, !done);
             }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# A short look at yielding launches on the GPU machine (after scripts/gpu/pack-yield.sh):
+# four LP kernels of the benchmark matrix next to the single-kernel HP, bare and through
+# SoftPreempt at defaults, then the OpenCV pair. Results: printed, and $OUT/diag.tgz.
+set -u
+cd "$(dirname "$0")/../.."
+. scripts/gpu-env.sh
+R=$(mktemp -d)/diag; mkdir -p "$R"
+for row in "compute|" "gemm|--lp-kernel gemm" "mandel|--lp-kernel mandel" "memory|--lp-kernel memory"; do
+  name=${row%%|*} flags=${row#*|}
+  # shellcheck disable=SC2086
+  timeout 120 carry/bin/preempt $flags --lp-ms 50 --hp-us 450 --hp-burst 1 --gap-ms 20 \
+    --modes hp-alone,corun-bare,corun-sp,arrival-bare,arrival-sp,lp-bare --duration 3 --arrival-reps 2 \
+    --label "$name" --json "$R/$name.json" > "$R/$name.txt" 2>&1
+  echo "== $name rc=$?"; grep -A7 "^mode" "$R/$name.txt"
+done
+python3 benches/opencv_pair.py --lib "$SOFTPREEMPT_LIB" --vendor-lib "$NV" \
+  --runtime /usr/local/cuda/targets/x86_64-linux/lib/libOpenCL.so.1 --device-type GPU \
+  --bare-platform 'NVIDIA CUDA' --duration 6 --json "$R/opencv-pair.json" 2>&1 | grep -v WARN | tail -8
+tar czf "$OUT/diag.tgz" -C "$(dirname "$R")" diag
