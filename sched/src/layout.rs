@@ -111,7 +111,17 @@ pub struct Header {
     /// such events account for every bump while its piece ran had the device to itself,
     /// so the piece's host-observed time is its own (from the padding, as `released_ns`).
     pub activity: AtomicU64,
-    _pad2: [AtomicU64; 40],
+    /// Memory clients (one per process and device that allocated device memory), per
+    /// level. Kept apart from `registered` so that they never count as schedulable
+    /// clients (from the padding, as `released_ns`).
+    pub mem_clients: LevelMasks,
+    /// For status: CL_DEVICE_GLOBAL_MEM_SIZE as the latest
+    /// allocating process saw it (0: none yet).
+    pub mem_device_bytes: AtomicU64,
+    /// Allocations refused by the memory policy on this device, per level (they outlive
+    /// the clients that made them).
+    pub mem_refusals: [AtomicU64; LEVELS],
+    _pad2: [AtomicU64; 24],
 }
 
 /// One client slot. Written by its owner, except for reclaim (done under the slot's lock).
@@ -167,7 +177,16 @@ pub struct Slot {
     /// Mean length of this client's recent pieces (decayed, ns): how long a higher
     /// priority may wait behind one of them.
     pub piece_ns: AtomicU64,
-    _pad1: [AtomicU64; 5],
+    _pad1: [AtomicU64; 1],
+    /// Device memory held by this memory client's live objects, bytes (the last four
+    /// fields come from the padding; see `memory.rs` for the reservation protocol).
+    pub mem_bytes: AtomicU64,
+    /// Live objects counted in `mem_bytes`.
+    pub mem_objects: AtomicU64,
+    /// Largest `mem_bytes` seen.
+    pub mem_peak: AtomicU64,
+    /// Allocations of this client refused by the memory policy.
+    pub mem_refusals: AtomicU64,
 }
 
 #[cfg(not(loom))]
@@ -178,6 +197,9 @@ const _: () = {
     assert!(std::mem::offset_of!(Header, demand) == 256);
     assert!(std::mem::offset_of!(Header, vclock) == 640);
     assert!(std::mem::offset_of!(Slot, exe) == 112);
+    assert!(std::mem::offset_of!(Header, mem_clients) == 704);
+    assert!(std::mem::offset_of!(Header, mem_device_bytes) == 800);
+    assert!(std::mem::offset_of!(Slot, mem_bytes) == 224);
 };
 
 fn zeroed_array<T: Default, const N: usize>() -> [T; N] {
@@ -219,6 +241,9 @@ impl Header {
             reclaims: Default::default(),
             released_ns: Default::default(),
             activity: Default::default(),
+            mem_clients: zeroed_masks(),
+            mem_device_bytes: Default::default(),
+            mem_refusals: zeroed_array(),
             _pad2: zeroed_array(),
         })
     }
@@ -262,6 +287,10 @@ impl Slot {
             handback_max_ns: Default::default(),
             piece_ns: Default::default(),
             _pad1: zeroed_array(),
+            mem_bytes: Default::default(),
+            mem_objects: Default::default(),
+            mem_peak: Default::default(),
+            mem_refusals: Default::default(),
         }
     }
 }

@@ -215,7 +215,7 @@ mod tests {
             let first = ((rows as f64 * first_frac) as u64).min(rows - 1);
             let n = p.rows_within(first, budget, granule).unwrap();
             prop_assert!(n >= 1 && n <= rows - first);
-            prop_assert!(n % granule == 0 || n == rows - first);
+            prop_assert!(n.is_multiple_of(granule) || n == rows - first);
             // Over budget only by the one granule it must take.
             if n > granule {
                 prop_assert!(p.predict(first, n).unwrap() <= budget + 1e-6);
