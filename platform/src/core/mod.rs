@@ -11,6 +11,7 @@ pub mod forward;
 pub mod handle;
 pub mod kernel_source;
 pub mod managed;
+pub mod memory;
 pub mod objects;
 pub mod os_priority;
 pub mod platform;
