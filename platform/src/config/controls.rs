@@ -371,7 +371,9 @@ controls! {
         /// its reserve is never refused. Reserves given as percentages may
         /// not add up to more than 100. Unset levels reserve nothing.
         reserve: LevelAmounts = LevelAmounts::default(), expect LevelAmounts::EXPECT,
-            example r#"reserve = { high = "25%", normal = "2 GiB" }"#,
+            example "# A quarter of every device for the inference class (priority high),\n\
+                     # 2 GiB for normal work, none kept for low (training) work.\n\
+                     reserve = { high = \"25%\", normal = \"2 GiB\" }",
             valid |v| v.percent_total() <= 100.0;
         /// Most memory all the processes of a level may hold together on a
         /// device; an allocation past it fails as past a reserve. Unset
