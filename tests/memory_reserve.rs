@@ -5,8 +5,9 @@
 //! reserved for the high level, keeps running, and allocates again once it frees; the
 //! high one gets its whole reserve; a killed process's bytes come back; sub-buffers,
 //! `CL_MEM_USE_HOST_PTR` buffers, images and SVM are counted as docs/design.md says; a
-//! bad setting is one error line and counting only; no reserve, no refusal; pyopencl
-//! sees its `MemoryError`.
+//! bad setting is one error line and counting only; no reserve, no refusal; a cap bounds
+//! a level, and a `[[memory.device]]` table naming the device replaces `[memory]`'s
+//! levels; pyopencl sees its `MemoryError`.
 //!
 //! The test binary re-runs itself in the child roles (`SP_MEM_ROLE`); each test has its
 //! own configuration and arbiter directory. Everything is read from the arbiter's
@@ -28,6 +29,7 @@ const ROLE: &str = "SP_MEM_ROLE";
 const CHUNK: &str = "SP_MEM_CHUNK";
 const COUNT: &str = "SP_MEM_COUNT";
 const STOP: &str = "SP_MEM_STOP";
+const HIGH_QUEUE: &str = "SP_MEM_HIGH_QUEUE";
 const MIB: u64 = 1 << 20;
 /// PoCL's device memory in these tests: `POCL_MEMORY_LIMIT=1` (GiB).
 const DEVICE: u64 = 1 << 30;
@@ -76,6 +78,10 @@ fn wait_for_stop() {
 fn fill() {
     let env = common::Env::sp();
     let ctx = env.context;
+    // A queue marked high before the first allocation (`SP_MEM_HIGH_QUEUE`).
+    if std::env::var_os(HIGH_QUEUE).is_some() {
+        mc::priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
+    }
     let chunk = env_u64(CHUNK) as usize;
     let mut held = Vec::new();
     let mut error = 0;
@@ -243,14 +249,30 @@ impl Setup {
         cmd
     }
 
-    /// Starts a `fill` child: `count` buffers of `chunk` bytes at `priority`.
-    fn fill(&self, priority: &str, chunk: u64, count: u64) -> Child {
-        self.command(priority)
-            .env(ROLE, "fill")
+    /// A `fill` child: `count` buffers of `chunk` bytes at `priority`.
+    fn fill_command(&self, priority: &str, chunk: u64, count: u64) -> Command {
+        let mut cmd = self.command(priority);
+        cmd.env(ROLE, "fill")
             .env(CHUNK, chunk.to_string())
-            .env(COUNT, count.to_string())
-            .spawn()
-            .unwrap()
+            .env(COUNT, count.to_string());
+        cmd
+    }
+
+    /// Starts a `fill` child.
+    fn fill(&self, priority: &str, chunk: u64, count: u64) -> Child {
+        self.fill_command(priority, chunk, count).spawn().unwrap()
+    }
+
+    /// A child that holds `count` chunks of 32 MiB at `priority`, all granted.
+    fn holder(&self, priority: &str, count: u64) -> Child {
+        let mut c = self.fill(priority, 32 * MIB, count);
+        let r = read_report(&mut c);
+        assert_eq!(
+            (field(&r, "ok"), field(&r, "error")),
+            (count as i64, 0),
+            "{r:?}"
+        );
+        c
     }
 
     fn segment(&self) -> SegmentSnapshot {
@@ -367,8 +389,7 @@ fn kill_9_of_a_client_returns_its_bytes() {
         return;
     }
     let s = setup("kill", RESERVE);
-    let mut hog = s.fill("low", 32 * MIB, 16);
-    assert_eq!(field(&read_report(&mut hog), "ok"), 16);
+    let mut hog = s.holder("low", 16);
     let hog_pid = hog.id();
     assert_eq!(s.segment().mem_bytes_by_level()[0], 512 * MIB);
     hog.kill().unwrap();
@@ -463,8 +484,7 @@ fn without_a_reserve_nothing_is_refused() {
         return;
     }
     let s = setup("off", "");
-    let mut high = s.fill("high", 32 * MIB, 4);
-    assert_eq!(field(&read_report(&mut high), "ok"), 4);
+    let high = s.holder("high", 4);
     let mut low = s.fill("low", 32 * MIB, 24);
     let r = read_report(&mut low);
     assert_eq!((field(&r, "ok"), field(&r, "error")), (24, 0), "{r:?}");
@@ -537,4 +557,65 @@ fn a_pyopencl_client_sees_memory_error_and_carries_on() {
         .unwrap_or_else(|| panic!("no result: {text}\n{err}"));
     assert_eq!(line, "16 MemoryError:-4 rw", "{err}");
     assert_eq!(refusal_lines(&err).len(), 1, "{err}");
+}
+
+#[test]
+fn a_cap_bounds_a_level_and_a_device_table_overrides_the_defaults() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    // PoCL's device name, as the bare driver gives it: the `[[memory.device]]` key.
+    common::setup();
+    let d = common::device(common::bare_platform());
+    let name = common::cstr(&common::info_bytes(|s, v, r| {
+        // SAFETY: the device's name, through the buffers info_bytes provides.
+        unsafe { clGetDeviceInfo(d, CL_DEVICE_NAME, s, v, r) }
+    }));
+    let s = setup(
+        "cap",
+        &format!(
+            "{RESERVE}cap = {{ low = \"64 MiB\" }}\n\n[[memory.device]]\ndevice = {name:?}\n\
+             reserve = {{ high = \"75%\" }}\n"
+        ),
+    );
+    // Low: its cap (kept from [memory]) before the reserve.
+    let mut low = s.fill("low", 32 * MIB, 8);
+    let r = read_report(&mut low);
+    assert_eq!((field(&r, "ok"), field(&r, "error")), (2, -4), "{r:?}");
+    assert_eq!(field(&r, "again"), CL_SUCCESS as i64);
+    // Normal: the device's own reserve for high (75%, not [memory]'s 50%) leaves the
+    // others 256 MiB, of which low holds 64.
+    let mut normal = s.fill("normal", 32 * MIB, 16);
+    let r = read_report(&mut normal);
+    assert_eq!((field(&r, "ok"), field(&r, "error")), (6, -4), "{r:?}");
+    let errs = s.finish(vec![low, normal]);
+    let line = refusal_lines(&errs[0]);
+    assert!(line[0].contains("cap of 67108864 bytes"), "{}", errs[0]);
+    let line = refusal_lines(&errs[1]);
+    assert!(
+        line[0].contains("805306368 bytes reserved for higher levels"),
+        "{}",
+        errs[1]
+    );
+    assert!(line[0].contains("[[memory.device]]"), "{}", errs[1]);
+}
+
+#[test]
+fn a_queue_marked_high_makes_the_process_memory_high() {
+    if std::env::var(ROLE).is_ok() {
+        return;
+    }
+    let s = setup("hint", RESERVE);
+    let low = s.holder("low", 16);
+    // A normal process would be refused at once here (the rest is high's reserve); one
+    // whose queue is high (cl_khr_priority_hints) gets the reserve.
+    let mut hinted = s
+        .fill_command("normal", 32 * MIB, 16)
+        .env(HIGH_QUEUE, "1")
+        .spawn()
+        .unwrap();
+    let r = read_report(&mut hinted);
+    assert_eq!((field(&r, "ok"), field(&r, "error")), (16, 0), "{r:?}");
+    assert_eq!(s.segment().mem_bytes_by_level(), [512 * MIB, 0, 512 * MIB]);
+    s.finish(vec![low, hinted]);
 }

@@ -361,3 +361,57 @@ mod tests {
         assert!(!v.contended(0, Priority::LOW));
     }
 }
+
+#[cfg(loom)]
+mod loom_tests {
+    //! Model check of the reservation protocol, on the real code over loom atomics.
+    use super::*;
+    use crate::policy::{HeapTable, Params};
+    use crate::priority::Priority;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// Two low allocations race for the last room beside a high reserve, where only one
+    /// fits: they never both pass (at least one sees the other's bytes), and the bytes
+    /// that stay are exactly those of the ones that passed.
+    #[test]
+    fn loom_two_allocations_never_both_pass_where_one_fits() {
+        loom::model(|| {
+            let t = HeapTable::new(
+                2,
+                Params {
+                    max_inflight: 1,
+                    share_every: 0,
+                    linger_ns: 0,
+                },
+            );
+            t.view().claim_as(0, Priority::LOW, true, |_| {});
+            t.view().claim_as(1, Priority::LOW, true, |_| {});
+            let t = Arc::new(t);
+            // 100 bytes, 60 reserved for high: 40 for low, and each asks for 30.
+            let policy = MemoryPolicy {
+                device_bytes: 100,
+                reserve: [0, 0, 60],
+                cap: [None; LEVELS],
+            };
+            let alloc = move |t: &HeapTable, me: usize| {
+                let v = t.view();
+                let usage = v.mem_reserve(me, 30);
+                let ok = judge(&policy, Level::Low, &usage, 30).is_ok();
+                if ok {
+                    v.mem_admitted(me);
+                } else {
+                    v.mem_refused(me, Level::Low, 30);
+                }
+                ok
+            };
+            let t2 = t.clone();
+            let other = thread::spawn(move || alloc(&t2, 1));
+            let mine = alloc(&t, 0);
+            let theirs = other.join().unwrap();
+            assert!(!(mine && theirs), "both passed where only one fits");
+            let held = t.view().mem_usage()[Level::Low.index()];
+            assert_eq!(held, 30 * (u64::from(mine) + u64::from(theirs)));
+        });
+    }
+}

@@ -361,9 +361,10 @@ controls! {
     /// one line naming the device, the level, the sizes and the setting. Off
     /// (memory only counted) unless a reserve or a cap is set. Amounts are
     /// bytes, sizes such as `"8 GiB"`, or percentages of the device's
-    /// `CL_DEVICE_GLOBAL_MEM_SIZE` such as `"25%"`. A process's level is its
-    /// priority as `priority`, `[[rule]]`, `SOFTPREEMPT_PRIORITY` or `chrt`
-    /// give it (queue properties do not apply: memory belongs to a context).
+    /// `CL_DEVICE_GLOBAL_MEM_SIZE` such as `"25%"`. A process's level on a
+    /// device is the highest of its priority (`priority`, `[[rule]]`,
+    /// `SOFTPREEMPT_PRIORITY`, `chrt`) and of the `CL_QUEUE_PRIORITY_KHR` of
+    /// the queues it created there before its first allocation there.
     [memory] MemoryConfig {
         /// Memory reserved for each level, on every device: no allocation of a
         /// lower level may eat into the part of it that the level's processes

@@ -6,13 +6,15 @@
 //! One memory client per process and physical device (`softpreempt_sched`'s
 //! `ClientInfo::for_memory`), registered when a context on that device first allocates
 //! (rule 2: being loaded, or creating a context, touches no segment) and kept for the
-//! rest of the process. Its level is the process's priority (`queue_priority(None)`):
-//! memory belongs to a context, not to a queue, so queue properties do not move it.
+//! rest of the process. Its level is the highest of the process's priority
+//! (`queue_priority(None)`) and of the queues the process created on the device before
+//! that first allocation: memory belongs to a context, not to a queue, but an application
+//! that marks its queue high (`CL_QUEUE_PRIORITY_KHR`) means its work, memory included.
 //! Each object holds a [`Charges`]; dropping it (with the wrapper, once the vendor object
 //! is released) returns the bytes.
 
 use once_cell::sync::OnceCell;
-use softpreempt_sched::{Client, Level, MemoryPolicy, MemoryRefusal, LEVELS};
+use softpreempt_sched::{Client, Level, MemoryPolicy, MemoryRefusal, Priority, LEVELS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -58,7 +60,7 @@ impl DeviceMemory {
             })
             .unwrap_or(0);
         let (policy, setting) = resolve(&config::config().memory, &key, &name, device_bytes);
-        let priority = queue_priority(None);
+        let priority = level_for(&key);
         let client = match arbiter.register(client_info(priority, LABEL).for_memory()) {
             Ok(c) => c,
             Err(e) => {
@@ -154,6 +156,32 @@ fn config_level(l: Level) -> config::Level {
         Level::Normal => config::Level::Normal,
         Level::High => config::Level::High,
     }
+}
+
+/// The highest priority of the queues this process created, per device key.
+static QUEUE_PRIORITIES: OnceCell<Mutex<HashMap<String, Priority>>> = OnceCell::new();
+
+/// A managed queue of `priority` was created on `d`: the process's memory on that device
+/// is counted at that level at least (if it has allocated nothing there yet; after, the
+/// level stays, since bytes already counted cannot move between levels race-free).
+pub fn note_queue_priority(d: &Device, priority: Priority) {
+    let key = device_key(d);
+    let map = QUEUE_PRIORITIES.get_or_init(Default::default);
+    let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
+    let e = map.entry(key).or_insert(priority);
+    *e = (*e).max(priority);
+}
+
+/// The memory level of this process on the device with `key`.
+fn level_for(key: &str) -> Priority {
+    let own = queue_priority(None);
+    let queues = QUEUE_PRIORITIES.get().and_then(|m| {
+        m.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .copied()
+    });
+    queues.map_or(own, |q| q.max(own))
 }
 
 /// This process's memory client per device key (`None`: it could not be opened).
