@@ -63,11 +63,18 @@ impl DeviceMemory {
         let priority = level_for(&key);
         let client = match arbiter.register(client_info(priority, LABEL).for_memory()) {
             Ok(c) => c,
-            Err(e) => {
+            // Only a configured policy makes this worth an error of its own: without one
+            // nothing would be refused anyway, and a full segment is reported already by
+            // the queues that could not register (rule 7: one message).
+            Err(e) if policy.enabled() => {
                 tracing::error!(
                     "softpreempt: cannot count device memory on '{name}' ({key}): {e}; \
                      its allocations are neither counted nor refused"
                 );
+                return None;
+            }
+            Err(e) => {
+                tracing::debug!("softpreempt: device memory on '{name}' ({key}) not counted: {e}");
                 return None;
             }
         };
