@@ -122,13 +122,16 @@ fn fill() {
 }
 
 /// This process's memory client's bytes and objects, from the segment.
-fn own_memory() -> (u64, u64) {
+/// This process's memory clients: their bytes, objects and number.
+fn own_memory() -> (u64, u64, u64) {
     let dir = std::env::var("SOFTPREEMPT_SHM_DIR").unwrap();
     let me = std::process::id();
     clients(Path::new(&dir))
         .into_iter()
-        .filter(|c| c.pid == me && c.memory)
-        .fold((0, 0), |(b, o), c| (b + c.mem_bytes, o + c.mem_objects))
+        .filter(|c| c.pid == me && c.memory && c.state.as_str() != "reclaimed")
+        .fold((0, 0, 0), |(b, o, n), c| {
+            (b + c.mem_bytes, o + c.mem_objects, n + 1)
+        })
 }
 
 /// Sub-buffers, host-pointer buffers, images and SVM, each reported as the bytes and
@@ -136,8 +139,8 @@ fn own_memory() -> (u64, u64) {
 fn kinds() {
     let (_, ctx) = common::context(common::sp_platform());
     let step = |name: &str| {
-        let (b, o) = own_memory();
-        println!("@mem step={name} bytes={b} objects={o}");
+        let (b, o, n) = own_memory();
+        println!("@mem step={name} bytes={b} objects={o} clients={n}");
     };
     let rw = CL_MEM_READ_WRITE as cl_mem_flags;
     let (parent, e) = buffer(ctx, rw, MIB as usize, std::ptr::null_mut());
@@ -197,6 +200,9 @@ fn kinds() {
     release(hosted);
     drop(host);
     step("all_released");
+    // SAFETY: the context, released once; nothing of it is used after.
+    unsafe { clReleaseContext(ctx) };
+    step("context_released");
 }
 
 /// Not a test on its own: the children's entry point (does nothing without the role).
@@ -426,36 +432,40 @@ fn sub_buffers_host_pointers_images_and_svm_are_counted_as_documented() {
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let steps: Vec<(String, u64, u64)> = text
+    let steps: Vec<(String, u64, u64, u64)> = text
         .lines()
         .filter_map(|l| l.find("@mem step=").map(|at| &l[at + 10..]))
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             let num = |i: usize| f[i].split_once('=').unwrap().1.parse().unwrap();
-            (f[0].to_string(), num(1), num(2))
+            (f[0].to_string(), num(1), num(2), num(3))
         })
         .collect();
-    let at = |name: &str| {
+    let find = |name: &str| {
         steps
             .iter()
-            .find(|(n, _, _)| n == name)
-            .map(|(_, b, o)| (*b, *o))
+            .find(|s| s.0 == name)
             .unwrap_or_else(|| panic!("no step {name}: {text}"))
     };
+    let at = |name: &str| (find(name).1, find(name).2);
+    let has = |name: &str| steps.iter().any(|s| s.0 == name);
     assert_eq!(at("buffer"), (MIB, 1));
     // A sub-buffer's bytes are its parent's.
     assert_eq!(at("sub_buffer"), (MIB, 1));
     // A buffer on the application's memory counts its whole size.
     assert_eq!(at("use_host_ptr"), (2 * MIB, 2));
-    if steps.iter().any(|(n, _, _)| n == "image") {
+    if has("image") {
         // 64 x 64 RGBA8, as the vendor reports it (CL_MEM_SIZE).
         assert_eq!(at("image"), (2 * MIB + 64 * 64 * 4, 3));
     }
-    if steps.iter().any(|(n, _, _)| n == "svm") {
+    if has("svm") {
         assert_eq!(at("svm"), (3 * MIB, 3));
     }
     assert_eq!(at("sub_released"), (2 * MIB, 2));
     assert_eq!(at("all_released"), (0, 0));
+    // One memory client while the context lives; none once the process released it.
+    assert_eq!(find("all_released").3, 1);
+    assert_eq!(find("context_released").3, 0);
 }
 
 #[test]

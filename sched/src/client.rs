@@ -611,11 +611,13 @@ impl Client {
         let v = self.shared.view();
         v.note_device_bytes(policy.device_bytes);
         let level = self.pri.level;
-        let usage = v.mem_reserve(self.slot, bytes);
         if !policy.enabled() {
+            // Only counted: no sums, no fence.
+            v.mem_add(self.slot, bytes);
             v.mem_admitted(self.slot);
             return Ok(());
         }
+        let usage = v.mem_reserve(self.slot, bytes);
         let verdict = match judge(policy, level, &usage, bytes) {
             Err(_) if self.shared.reclaim_dead(Some(self.slot)) > 0 => {
                 judge(policy, level, &v.mem_usage(), bytes)

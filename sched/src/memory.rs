@@ -179,6 +179,11 @@ impl View<'_> {
             .any(|m| m[w].load(Ordering::Relaxed) & b != 0)
     }
 
+    /// Counts `bytes` for memory client `me` without judging (no policy configured).
+    pub fn mem_add(&self, me: usize, bytes: u64) {
+        self.slots[me].mem_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
     /// Steps 1 and 2 of the reservation protocol for memory client `me`: adds
     /// `bytes` and returns every level's usage with them.
     pub fn mem_reserve(&self, me: usize, bytes: u64) -> [u64; LEVELS] {

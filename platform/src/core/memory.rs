@@ -5,8 +5,8 @@
 //!
 //! One memory client per process and physical device (`softpreempt_sched`'s
 //! `ClientInfo::for_memory`), registered when a context on that device first allocates
-//! (rule 2: being loaded, or creating a context, touches no segment) and kept for the
-//! rest of the process. Its level is the highest of the process's priority
+//! (rule 2: being loaded, or creating a context, touches no segment) and kept while a
+//! context or an object of the process holds it. Its level is the highest of the process's priority
 //! (`queue_priority(None)`) and of the queues the process created on the device before
 //! that first allocation: memory belongs to a context, not to a queue, but an application
 //! that marks its queue high (`CL_QUEUE_PRIORITY_KHR`) means its work, memory included.
@@ -17,7 +17,7 @@ use once_cell::sync::OnceCell;
 use softpreempt_sched::{Client, Level, MemoryPolicy, MemoryRefusal, Priority, LEVELS};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::config::{self, LevelAmounts, MemoryConfig};
 use crate::core::cl::*;
@@ -191,16 +191,23 @@ fn level_for(key: &str) -> Priority {
     queues.map_or(own, |q| q.max(own))
 }
 
-/// This process's memory client per device key (`None`: it could not be opened).
-static DEVICES: OnceCell<Mutex<HashMap<String, Option<Arc<DeviceMemory>>>>> = OnceCell::new();
+/// This process's memory client per device key, while a context or an object holds it:
+/// once the process has released them all, its slot is freed (as a queue's is), so a
+/// process that exits cleanly leaves no dead client behind.
+static DEVICES: OnceCell<Mutex<HashMap<String, Weak<DeviceMemory>>>> = OnceCell::new();
 
 fn for_device(d: &Device) -> Option<Arc<DeviceMemory>> {
     let key = device_key(d);
     let map = DEVICES.get_or_init(Default::default);
     let mut map = map.lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(key)
-        .or_insert_with(|| DeviceMemory::open(d).map(Arc::new))
-        .clone()
+    if let Some(m) = map.get(&key).and_then(Weak::upgrade) {
+        return Some(m);
+    }
+    // A device whose client could not be opened is tried again by the next context
+    // (the arbiter's own failure is logged once, by `arbiter_for`).
+    let m = Arc::new(DeviceMemory::open(d)?);
+    map.insert(key, Arc::downgrade(&m));
+    Some(m)
 }
 
 /// The memory clients of a context's physical devices (each once), found on its
