@@ -101,6 +101,15 @@ fn fill() {
     }
     let mut fields = vec![("ok", held.len() as i64), ("error", error as i64)];
     if error != 0 {
+        // At the limit, bad sizes still get the spec's error, not the policy's refusal.
+        let max: cl_ulong = common::info_scalar(|s, v, r| {
+            // SAFETY: the device's limit, into the scalar info_scalar provides.
+            unsafe { clGetDeviceInfo(env.device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, s, v, r) }
+        });
+        let rw = CL_MEM_READ_WRITE as cl_mem_flags;
+        for (name, size) in [("zero", 0), ("huge", max as usize + 1)] {
+            fields.push((name, buffer(ctx, rw, size, std::ptr::null_mut()).1 as i64));
+        }
         release(held.pop().unwrap());
         let (m, again) = buffer(
             ctx,
@@ -360,6 +369,8 @@ fn low_is_refused_at_the_high_reserve_recovers_and_high_gets_its_whole_reserve()
         "freed one, allocated again"
     );
     assert_eq!(field(&r, "rw"), 1, "the buffer works after the refusal");
+    assert_eq!(field(&r, "zero"), CL_INVALID_BUFFER_SIZE as i64);
+    assert_eq!(field(&r, "huge"), CL_INVALID_BUFFER_SIZE as i64);
     // High gets every byte of its reserve, beside a low process at its limit.
     let mut high = s.fill("high", 32 * MIB, 16);
     let r = read_report(&mut high);

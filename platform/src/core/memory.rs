@@ -43,6 +43,8 @@ pub struct DeviceMemory {
     setting: String,
     /// Whether a refusal was logged as an error already (later ones log as warnings).
     refused_before: AtomicBool,
+    /// `CL_DEVICE_MAX_MEM_ALLOC_SIZE` (0: unknown).
+    max_alloc: u64,
 }
 
 impl DeviceMemory {
@@ -53,12 +55,13 @@ impl DeviceMemory {
         let name = device_info(root, CL_DEVICE_NAME)
             .map(|b| info_string(&b))
             .unwrap_or_default();
-        let device_bytes = device_info(root, CL_DEVICE_GLOBAL_MEM_SIZE)
-            .and_then(|b| {
-                b.get(..8)
-                    .map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))
-            })
-            .unwrap_or(0);
+        let ulong = |param| {
+            device_info(root, param)
+                .and_then(|b| b.get(..8).and_then(|b| b.try_into().ok()))
+                .map_or(0, u64::from_ne_bytes)
+        };
+        let device_bytes = ulong(CL_DEVICE_GLOBAL_MEM_SIZE);
+        let max_alloc = ulong(CL_DEVICE_MAX_MEM_ALLOC_SIZE);
         let (policy, setting) = resolve(&config::config().memory, &key, &name, device_bytes);
         let priority = level_for(&key);
         let client = match arbiter.register(client_info(priority, LABEL).for_memory()) {
@@ -85,6 +88,7 @@ impl DeviceMemory {
             key,
             setting,
             refused_before: AtomicBool::new(false),
+            max_alloc,
         })
     }
 
@@ -255,6 +259,12 @@ pub fn charge(ctx: &Context, bytes: usize, what: &'static str) -> CLResult<Charg
     let bytes = bytes as u64;
     let mut out = Charges(Vec::with_capacity(1));
     for m in of_context(ctx) {
+        // "CL_INVALID_BUFFER_SIZE if size is 0 or if size is greater than
+        // CL_DEVICE_MAX_MEM_ALLOC_SIZE": the vendor's error to give, not a refusal of
+        // ours; nothing of such a request is counted.
+        if bytes == 0 || (m.max_alloc > 0 && bytes > m.max_alloc) {
+            continue;
+        }
         if let Err(r) = m.client.charge_memory(bytes, &m.policy) {
             m.refused(what, bytes, &r);
             return Err(CL_MEM_OBJECT_ALLOCATION_FAILURE);
