@@ -115,8 +115,8 @@ pub struct Header {
     /// level. Kept apart from `registered` so that they never count as schedulable
     /// clients (from the padding, as `released_ns`).
     pub mem_clients: LevelMasks,
-    /// For status: CL_DEVICE_GLOBAL_MEM_SIZE as the latest
-    /// allocating process saw it (0: none yet).
+    /// `CL_DEVICE_GLOBAL_MEM_SIZE` as the latest allocating process saw it, for status
+    /// (0: none yet).
     pub mem_device_bytes: AtomicU64,
     /// Allocations refused by the memory policy on this device, per level (they outlive
     /// the clients that made them).
