@@ -44,6 +44,13 @@ fn main() {
         std::env::set_var("SOFTPREEMPT_LIB", &release);
     }
     let json = std::env::args().skip_while(|a| a != "--json").nth(1);
+    // A memory reserve for a level above this process's (normal), so that every
+    // allocation is counted *and* judged: the dearest path of the memory policy.
+    let cfg =
+        std::env::temp_dir().join(format!("softpreempt-overhead-{}.toml", std::process::id()));
+    std::fs::write(&cfg, "version = 1\n[memory]\nreserve = { high = \"1%\" }\n").unwrap();
+    std::env::set_var("SOFTPREEMPT_CONFIG", &cfg);
+    std::env::remove_var("SOFTPREEMPT_PRIORITY");
     let bare = Env::new(bare_platform());
     let sp = Env::sp();
     let src = "__kernel void empty(__global int *a) { }";
@@ -128,6 +135,37 @@ fn main() {
             }
         }),
     ));
+    // Device memory accounting (issue 25): a buffer counted in the device's segment at
+    // creation and returned at release, against the bare create and release. The added
+    // cost bounds the accounting's (it also holds the wrapper's own).
+    rows.push((
+        "clCreateBuffer+clRelease(4 KiB)",
+        measure(&envs, |e, _| {
+            let mut err = 0;
+            // SAFETY: a valid context; the buffer is released at once.
+            unsafe {
+                let m = clCreateBuffer(
+                    e.context,
+                    CL_MEM_READ_WRITE as cl_mem_flags,
+                    4096,
+                    std::ptr::null_mut(),
+                    &mut err,
+                );
+                clReleaseMemObject(m);
+            }
+        }),
+    ));
+    rows.push((
+        "clSVMAlloc+clSVMFree(4 KiB)",
+        measure(&envs, |e, _| {
+            // SAFETY: a valid context; the allocation (if any) is freed at once.
+            unsafe {
+                let p = clSVMAlloc(e.context, CL_MEM_READ_WRITE as cl_svm_mem_flags, 4096, 0);
+                clSVMFree(e.context, p);
+            }
+        }),
+    ));
+    let _ = std::fs::remove_file(&cfg);
     // SAFETY: drain both queues before reporting.
     unsafe {
         clFinish(bare.queue);

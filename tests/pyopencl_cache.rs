@@ -42,20 +42,9 @@ x = cla.arange(q, 100000, dtype=np.float32)
 print("@result", "ok" if (h == want).all() else "WRONG", groups.num_args, float(cla.sum(x).get()))
 "#;
 
-fn python() -> String {
-    std::env::var("SOFTPREEMPT_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-fn has_pyopencl() -> bool {
-    Command::new(python())
-        .args(["-c", "import pyopencl, numpy"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Runs the script on `platform`; its `@result` line.
 fn run(dir: &Path, script: &Path, cache: &Path, platform: &str, profile: &Path) -> String {
-    let mut cmd = Command::new(python());
+    let mut cmd = Command::new(common::python());
     cmd.arg(script)
         .arg(platform)
         .env("XDG_CACHE_HOME", cache)
@@ -93,17 +82,7 @@ fn slices(profile: &Path, kernel: &str) -> u64 {
 
 #[test]
 fn a_second_run_from_pyopencls_cache_is_right_and_sliced() {
-    if !has_pyopencl() {
-        // The README's test command builds the client venv first and requires it.
-        assert!(
-            std::env::var_os("SOFTPREEMPT_TEST_REQUIRE_PYOPENCL").is_none(),
-            "{} has no pyopencl, and SOFTPREEMPT_TEST_REQUIRE_PYOPENCL is set",
-            python()
-        );
-        eprintln!(
-            "skipped: {} has no pyopencl (set SOFTPREEMPT_TEST_PYTHON)",
-            python()
-        );
+    if !common::has_pyopencl_or_skip() {
         return;
     }
     common::setup();

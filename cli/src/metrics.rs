@@ -14,7 +14,7 @@ use std::path::Path;
 use softpreempt_sched::{ClientState, ClientStats, SegmentSnapshot};
 
 use crate::args::{failed, parse, CliError, Spec};
-use crate::status::{collect, one_line, priority, segment_dir, state, Report};
+use crate::status::{collect, one_line, priority, segment_dir, state, Report, LEVELS_DOWN};
 
 pub const METRICS_USAGE: &str = "softpreempt metrics [--dir DIR]";
 pub const EXPORTER_USAGE: &str = "softpreempt exporter [--listen ADDR] [--dir DIR]";
@@ -90,6 +90,38 @@ const CLIENT_FAMILIES: &[ClientFamily] = &[
     ClientFamily("softpreempt_client_handshake_lapsed_total", Kind::Counter, "Lower on-device claims not waited for because their holder showed no progress for a lease (a stopped process).", |c| c.hs_lapsed as f64),
 ];
 
+/// Families of memory clients only (one per process and device that allocated): the
+/// device memory of the process's live objects. Queue clients hold none.
+const MEMORY_CLIENT_FAMILIES: &[ClientFamily] = &[
+    ClientFamily("softpreempt_client_memory_bytes", Kind::Gauge, "Device memory held by the process's live buffers, images, pipes and SVM allocations on the device.", |c| c.mem_bytes as f64),
+    ClientFamily("softpreempt_client_memory_objects", Kind::Gauge, "Live memory objects and SVM allocations counted in softpreempt_client_memory_bytes.", |c| c.mem_objects as f64),
+    ClientFamily("softpreempt_client_memory_refusals_total", Kind::Counter, "Allocations of the process refused by the memory policy (CL_MEM_OBJECT_ALLOCATION_FAILURE).", |c| c.mem_refusals as f64),
+];
+
+/// A metric family with one sample per device and priority level (name, type, help,
+/// value of the level with that index).
+struct LevelFamily(
+    &'static str,
+    Kind,
+    &'static str,
+    fn(&SegmentSnapshot, usize) -> f64,
+);
+
+const LEVEL_FAMILIES: &[LevelFamily] = &[
+    LevelFamily(
+        "softpreempt_level_memory_bytes",
+        Kind::Gauge,
+        "Device memory held by the live processes of the priority level.",
+        |s, l| s.mem_bytes_by_level()[l] as f64,
+    ),
+    LevelFamily(
+        "softpreempt_level_memory_refusals_total",
+        Kind::Counter,
+        "Allocations of the priority level refused by the memory policy, since the segment was created.",
+        |s, l| s.mem_refusals[l] as f64,
+    ),
+];
+
 /// A metric family with one sample per device segment (name, type, help, value).
 struct DeviceFamily(
     &'static str,
@@ -122,6 +154,12 @@ const DEVICE_FAMILIES: &[DeviceFamily] = &[
         Kind::Counter,
         "Client slots reclaimed from processes that died.",
         |s| s.reclaims as f64,
+    ),
+    DeviceFamily(
+        "softpreempt_device_memory_bytes",
+        Kind::Gauge,
+        "The device's memory (CL_DEVICE_GLOBAL_MEM_SIZE) as the latest allocating process saw it; 0 before any.",
+        |s| s.mem_device_bytes as f64,
     ),
 ];
 
@@ -233,16 +271,36 @@ pub(crate) fn render(r: &Report) -> String {
             let _ = writeln!(out, "softpreempt_client_info{} 1", labels(&as_refs(&l)));
         }
     }
-    for ClientFamily(name, kind, help, get) in CLIENT_FAMILIES {
+    client_families(&mut out, r, CLIENT_FAMILIES, |_| true);
+    client_families(&mut out, r, MEMORY_CLIENT_FAMILIES, |c| c.memory);
+    for LevelFamily(name, kind, help, get) in LEVEL_FAMILIES {
         header(&mut out, name, *kind, help);
         for s in &r.segments {
-            for c in s.clients.iter().filter(|c| shown(c)) {
+            for level in LEVELS_DOWN {
+                let l = labels(&[("device", &s.device_key), ("priority", level.as_str())]);
+                let _ = writeln!(out, "{name}{l} {}", value(get(s, level.index())));
+            }
+        }
+    }
+    out
+}
+
+/// Every family of `families`, one sample per shown client that `which` selects.
+fn client_families(
+    out: &mut String,
+    r: &Report,
+    families: &[ClientFamily],
+    which: fn(&ClientStats) -> bool,
+) {
+    for ClientFamily(name, kind, help, get) in families {
+        header(out, name, *kind, help);
+        for s in &r.segments {
+            for c in s.clients.iter().filter(|c| shown(c) && which(c)) {
                 let l = client_labels(s, c);
                 let _ = writeln!(out, "{name}{} {}", labels(&as_refs(&l)), value(get(c)));
             }
         }
     }
-    out
 }
 
 /// The exposition's first family: whether the segment directory could be listed. Alone,

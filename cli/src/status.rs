@@ -13,11 +13,11 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use softpreempt_platform::config;
 use softpreempt_sched::{
-    inspect, list_segments, ClientState, ClientStats, SchedError, SegmentSnapshot,
+    inspect, list_segments, ClientState, ClientStats, Level, SchedError, SegmentSnapshot,
 };
 
 use crate::args::{failed, parse, CliError, Spec};
-use crate::units::duration_ns;
+use crate::units::{bytes, duration_ns};
 
 pub const USAGE: &str =
     "softpreempt status [--json] [--watch] [--interval SECS] [--count N] [--dir DIR]";
@@ -113,7 +113,56 @@ fn client_json(c: &ClientStats) -> Value {
         "handshake_wait_max_ns": c.hs_wait_max_ns,
         "handshake_expired": c.hs_expired,
         "handshake_lapsed": c.hs_lapsed,
+        "memory": c.memory,
+        "mem_bytes": c.mem_bytes,
+        "mem_objects": c.mem_objects,
+        "mem_peak": c.mem_peak,
+        "mem_refusals": c.mem_refusals,
     })
+}
+
+/// Levels from the most urgent down, as the memory lines list them.
+pub(crate) const LEVELS_DOWN: [Level; 3] = [Level::High, Level::Normal, Level::Low];
+
+/// Does the device show memory (a process counted some, or something was refused)?
+fn has_memory(s: &SegmentSnapshot) -> bool {
+    s.clients.iter().any(|c| c.memory) || s.mem_refusals.iter().any(|&n| n > 0)
+}
+
+/// Device memory per level: bytes held by live processes, and refusals.
+fn memory_json(s: &SegmentSnapshot) -> Value {
+    let held = s.mem_bytes_by_level();
+    let levels: serde_json::Map<String, Value> = LEVELS_DOWN
+        .iter()
+        .map(|l| {
+            let i = l.index();
+            let v = json!({"bytes": held[i], "refusals": s.mem_refusals[i]});
+            (l.as_str().to_string(), v)
+        })
+        .collect();
+    json!({"device_bytes": s.mem_device_bytes, "levels": levels})
+}
+
+/// `memory: high 512.0 MiB, normal 0 B, low 1.00 GiB of 4.00 GiB; refused: low 3`.
+fn memory_line(s: &SegmentSnapshot) -> String {
+    let held = s.mem_bytes_by_level();
+    let parts: Vec<String> = LEVELS_DOWN
+        .iter()
+        .map(|l| format!("{l} {}", bytes(held[l.index()])))
+        .collect();
+    let mut line = format!("memory: {}", parts.join(", "));
+    if s.mem_device_bytes > 0 {
+        line += &format!(" of {}", bytes(s.mem_device_bytes));
+    }
+    let refused: Vec<String> = LEVELS_DOWN
+        .iter()
+        .filter(|l| s.mem_refusals[l.index()] > 0)
+        .map(|l| format!("{l} {}", s.mem_refusals[l.index()]))
+        .collect();
+    if !refused.is_empty() {
+        line += &format!("; refused: {}", refused.join(", "));
+    }
+    line
 }
 
 fn to_json(r: &Report) -> Value {
@@ -127,6 +176,7 @@ fn to_json(r: &Report) -> Value {
                 "slots": s.slot_count,
                 "total_grants": s.total_grants,
                 "reclaims": s.reclaims,
+                "memory": memory_json(s),
                 "clients": s.clients.iter().map(client_json).collect::<Vec<_>>(),
             })
         })
@@ -144,7 +194,7 @@ macro_rules! row {
     ($out:expr, $($v:expr),+ $(,)?) => {{
         let _ = writeln!(
             $out,
-            "  {:>8}  {:<16} {:<16} {:<9} {:<9} {:>8} {:>7} {:>10} {:>10} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8}",
+            "  {:>8}  {:<16} {:<16} {:<9} {:<9} {:>8} {:>7} {:>10} {:>10} {:>9} {:>9} {:>8} {:>9} {:>9} {:>8} {:>10}",
             $($v),+
         );
     }};
@@ -173,6 +223,9 @@ fn render_text(r: &Report, out: &mut String) {
             s.reclaims,
             s.path.display()
         );
+        if has_memory(s) {
+            let _ = writeln!(out, "  {}", memory_line(s));
+        }
         row!(
             out,
             "PID",
@@ -189,7 +242,8 @@ fn render_text(r: &Report, out: &mut String) {
             "YIELDED",
             "YIELD-P99",
             "HS-WAIT",
-            "EXPIRED"
+            "EXPIRED",
+            "MEMORY"
         );
         for c in &s.clients {
             row!(
@@ -225,7 +279,13 @@ fn render_text(r: &Report, out: &mut String) {
                     Some(mean) => duration_ns(mean),
                     None => "-".into(),
                 },
-                c.hs_expired
+                c.hs_expired,
+                // Device memory held by the process's live objects (its memory client).
+                if c.memory {
+                    bytes(c.mem_bytes)
+                } else {
+                    "-".into()
+                }
             );
         }
     }

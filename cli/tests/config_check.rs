@@ -59,6 +59,11 @@ fn without_a_file_it_checks_what_the_library_would_read() {
         "{out}"
     );
     assert!(line(&out, "sched.shm_dir").ends_with(&format!("# file:{}", path.display())));
+    assert!(
+        line(&out, "memory.reserve")
+            .starts_with("memory.reserve = { high = \"25%\", normal = 2147483648 }"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -79,6 +84,14 @@ fn bad_files_name_file_line_column_and_key() {
         (
             "bad_enum.toml",
             "key 'sched.slice': expected \"contended\", \"always\" or \"never\"",
+        ),
+        (
+            "memory_unknown_level.toml",
+            ":2:27: key 'memory.reserve.hihg': unknown key, expected one of `high`, `normal`, `low`",
+        ),
+        (
+            "memory_reserve_over_100.toml",
+            ":2:11: key 'memory.reserve': expected a table of levels",
         ),
     ] {
         let path = fixture(name);

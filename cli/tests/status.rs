@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use common::*;
 use serde_json::Value;
-use softpreempt_sched::{Arbiter, ArbiterOptions, ClientInfo};
+use softpreempt_sched::{Arbiter, ArbiterOptions, ClientInfo, MemoryPolicy};
 
 const DEVICE: &str = "cli-test-device";
+const MIB64: u64 = 64 << 20;
 
 fn options(dir: &Path) -> ArbiterOptions {
     ArbiterOptions {
@@ -24,7 +25,9 @@ fn options(dir: &Path) -> ArbiterOptions {
 }
 
 /// Child roles: register on the arbiter in `SHM`, then `hold` (idle), `run` (hold a
-/// grant) or `wait` (block in acquire); print `ready` and stay until stdin closes.
+/// grant) or `wait` (block in acquire), or as a memory client `memory` (hold 64 MiB of a
+/// 1 GiB device and have a second allocation refused); print `ready` and stay until
+/// stdin closes.
 #[test]
 #[ignore = "child role, started by the other tests"]
 fn status_child() {
@@ -39,9 +42,24 @@ fn status_child() {
     let info = ClientInfo::new(priority.parse().unwrap())
         .with_label(&format!("{role}-queue"))
         .with_exe("cli-status-test");
+    let info = if role == "memory" {
+        info.for_memory()
+    } else {
+        info
+    };
     let client = arb.register(info).unwrap();
     match role.as_str() {
         "hold" => println!("{READY}"),
+        "memory" => {
+            let policy = MemoryPolicy {
+                device_bytes: 1 << 30,
+                reserve: [0, 0, 1 << 29],
+                cap: [None; 3],
+            };
+            client.charge_memory(MIB64, &policy).unwrap();
+            client.charge_memory(1 << 29, &policy).unwrap_err();
+            println!("{READY}");
+        }
         "run" => {
             let grant = client.acquire(Duration::from_secs(60)).unwrap();
             println!("{READY}");
@@ -129,6 +147,24 @@ fn until_state(dir: &Path, pid: u64, state: &str) -> Value {
     panic!("pid {pid} never reached {state}: {last}");
 }
 
+/// `softpreempt CMD --dir DIR`'s standard output; the command must succeed.
+fn output_of(cmd: &str, dir: &Path) -> String {
+    let o = softpreempt()
+        .args([cmd, "--dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// The row of `pid` in `status`' table.
+fn row_of(text: &str, pid: u64) -> &str {
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(&pid.to_string()))
+        .unwrap_or_else(|| panic!("no row for {pid}:\n{text}"))
+}
+
 #[test]
 fn shows_running_waiting_idle_dead_and_reclaimed_clients() {
     let dir = tempfile::tempdir().unwrap();
@@ -163,13 +199,7 @@ fn shows_running_waiting_idle_dead_and_reclaimed_clients() {
     // The table says the same.
     let o = run(["status", "--dir"], &[]);
     one_line_error(&o, 2);
-    let o = softpreempt()
-        .args(["status", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let text = stdout(&o);
-    assert!(o.status.success());
+    let text = output_of("status", dir.path());
     assert!(
         text.contains(&format!("device {DEVICE}: 3 client(s)")),
         "{text}"
@@ -179,10 +209,7 @@ fn shows_running_waiting_idle_dead_and_reclaimed_clients() {
         (lp.pid(), ["wait-queue", "low", "waiting"]),
         (idle.pid(), ["hold-queue", "normal:2", "idle"]),
     ] {
-        let row = text
-            .lines()
-            .find(|l| l.split_whitespace().next() == Some(&pid.to_string()))
-            .unwrap_or_else(|| panic!("no row for {pid}:\n{text}"));
+        let row = row_of(&text, pid);
         for w in words {
             assert!(row.split_whitespace().any(|x| x == w), "{w} not in {row}");
         }
@@ -516,4 +543,64 @@ fn exporter_serves_the_metrics_over_loopback_despite_a_bad_segment() {
     assert_eq!(status_code(&http_get(&addr, "/nothing")), "404");
     assert!(http_get(&addr, "/metrics").contains("softpreempt_up 1"));
     drop(exporter);
+}
+
+#[test]
+fn device_memory_shows_per_client_and_level_in_status_and_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let hp = Role::start("hold", "high", dir.path());
+    let mem = Role::start("memory", "low", dir.path());
+    let s = status_json(dir.path());
+    let m = &s["segments"][0]["memory"];
+    assert_eq!(m["device_bytes"], 1u64 << 30);
+    assert_eq!(m["levels"]["low"]["bytes"], MIB64);
+    assert_eq!(m["levels"]["low"]["refusals"], 1);
+    assert_eq!(m["levels"]["high"]["bytes"], 0);
+    let c = client(&s, mem.pid());
+    assert_eq!(
+        (c["memory"].as_bool(), c["mem_bytes"].as_u64()),
+        (Some(true), Some(MIB64))
+    );
+    assert_eq!(
+        (c["mem_objects"].as_u64(), c["mem_refusals"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(client(&s, hp.pid())["memory"], false);
+
+    let text = output_of("status", dir.path());
+    assert!(
+        text.contains("memory: high 0 B, normal 0 B, low 64.0 MiB of 1.00 GiB; refused: low 1"),
+        "{text}"
+    );
+    let row = row_of(&text, mem.pid());
+    assert!(row.trim_end().ends_with("64.0 MiB"), "{row}");
+
+    let text = output_of("metrics", dir.path());
+    let s = samples(&text);
+    let level =
+        |family: &str, l: &str| s[&format!("{family}{{device=\"{DEVICE}\",priority=\"{l}\"}}")];
+    assert_eq!(level("softpreempt_level_memory_bytes", "low"), MIB64 as f64);
+    assert_eq!(level("softpreempt_level_memory_bytes", "high"), 0.0);
+    assert_eq!(level("softpreempt_level_memory_refusals_total", "low"), 1.0);
+    assert_eq!(
+        s[&format!("softpreempt_device_memory_bytes{{device=\"{DEVICE}\"}}")],
+        (1u64 << 30) as f64
+    );
+    assert_eq!(
+        sample_of(&s, "softpreempt_client_memory_bytes", mem.pid()),
+        MIB64 as f64
+    );
+    assert_eq!(
+        sample_of(&s, "softpreempt_client_memory_refusals_total", mem.pid()),
+        1.0
+    );
+    // Memory families are for memory clients only.
+    let hp_tag = format!("pid=\"{}\"", hp.pid());
+    assert!(
+        !text
+            .lines()
+            .any(|l| l.starts_with("softpreempt_client_memory_bytes{") && l.contains(&hp_tag)),
+        "{text}"
+    );
+    promtool_check(&text);
 }

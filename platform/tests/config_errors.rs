@@ -238,3 +238,41 @@ fn missing_file() {
         "{err}"
     );
 }
+
+#[test]
+fn memory_unknown_level() {
+    let err = error_of("memory_unknown_level.toml");
+    assert_eq!(err.line(), Some(2), "{err}");
+    assert_eq!(err.key.as_deref(), Some("memory.reserve.hihg"), "{err}");
+    assert!(
+        err.message
+            .starts_with("unknown key, expected one of `high`, `normal`, `low`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn memory_reserves_over_the_whole_device() {
+    let err = error_of("memory_reserve_over_100.toml");
+    assert_eq!(err.line(), Some(2), "{err}");
+    assert_eq!(err.key.as_deref(), Some("memory.reserve"), "{err}");
+    assert!(
+        err.message.starts_with("expected a table of levels"),
+        "{err}"
+    );
+}
+
+#[test]
+fn memory_bad_amount() {
+    let err = error_of("memory_bad_amount.toml");
+    assert_eq!(err.line(), Some(2), "{err}");
+    assert_eq!(err.key.as_deref(), Some("memory.cap.low"), "{err}");
+    assert!(err.message.contains("\"lots\""), "{err}");
+}
+
+#[test]
+fn memory_device_without_a_name() {
+    let err = error_of("memory_device_unnamed.toml");
+    assert_eq!(err.key.as_deref(), Some("memory.device[0]"), "{err}");
+    assert!(err.message.contains("device"), "{err}");
+}

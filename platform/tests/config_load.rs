@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use softpreempt_platform::config::{
     config_path, load, load_from, load_with_default_path, Config, Effective, Level, Location,
-    Priority, Rule, SafeBinary, SliceMode, Source, YieldMode, CONTROLS, DEFAULT_PATH,
+    MemAmount, Priority, Rule, SafeBinary, SliceMode, Source, YieldMode, CONTROLS, DEFAULT_PATH,
 };
 
 fn fixture(name: &str) -> PathBuf {
@@ -101,6 +101,17 @@ fn good_file_sets_every_key() {
                 priority: Priority::new(Level::High, 3)
             },
         ]
+    );
+    assert_eq!(c.memory.reserve.high, Some(MemAmount::Percent(25.0)));
+    assert_eq!(c.memory.reserve.normal, Some(MemAmount::Bytes(2 << 30)));
+    assert_eq!(c.memory.reserve.low, None);
+    assert_eq!(c.memory.cap.low, Some(MemAmount::Bytes(4 << 30)));
+    assert_eq!(c.memory.device.len(), 1);
+    let d = &c.memory.device[0];
+    assert!(d.matches("uuid-00112233445566778899aabbccddeeff", "some GPU"));
+    assert_eq!(
+        d.reserve.or(c.memory.reserve).high,
+        Some(MemAmount::Percent(50.0))
     );
     // Every control was set by the file.
     let file = Source::File(fixture("good.toml"));

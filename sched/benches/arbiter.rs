@@ -7,6 +7,8 @@
 //! * decision cost with 1/8/64 registered clients: grant+done with the others registered
 //!   idle; a blocked decision (a higher client demands); `should_yield`; and the round robin
 //!   with every client demanding at one level (the only case that reads other slots).
+//! * device memory: `charge_memory` (judged against a higher level's reserve) and
+//!   `release_memory` with 1/8/64 memory clients on the device.
 //! * wake-up latency: a child process blocks in `acquire` behind our high-priority demand;
 //!   we go idle and measure until the child holds its grant (CLOCK_MONOTONIC is
 //!   system-wide, so both sides read the same clock).
@@ -249,6 +251,28 @@ fn main() {
             i += 1;
         });
         println!("| grant+done, round robin, all demanding | {n} | {t:.0} ns |");
+        drop(all);
+        drop(peers);
+        drop(me);
+        // Device memory: one allocation counted, judged against the unused reserve of a
+        // higher level (the sum visits every memory client), and returned.
+        let mems: Vec<Client> = (0..n)
+            .map(|i| {
+                let p = [Priority::LOW, Priority::NORMAL, Priority::HIGH][i % 3];
+                arb.register(ClientInfo::new(p).for_memory()).unwrap()
+            })
+            .collect();
+        let policy = MemoryPolicy {
+            device_bytes: 1 << 34,
+            reserve: [0, 0, 1 << 30],
+            cap: [None; 3],
+        };
+        let m = &mems[0];
+        let t = ns_per(iters, || {
+            m.charge_memory(black_box(4096), &policy).unwrap();
+            m.release_memory(4096);
+        });
+        println!("| memory charge+release, judged (memory clients) | {n} | {t:.0} ns |");
     }
     let lat = wake_latency(&dir, rounds);
     println!(

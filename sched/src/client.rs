@@ -11,6 +11,7 @@ use crate::futex;
 use crate::layout::{slot_offset, truncate_utf8, write_bytes, NAME_BYTES};
 use crate::linger::LingerModel;
 use crate::liveness;
+use crate::memory::{judge, MemoryPolicy, MemoryRefusal};
 use crate::options::ArbiterOptions;
 use crate::policy::{Decision, View};
 use crate::priority::Priority;
@@ -193,7 +194,7 @@ impl Arbiter {
                     tracing::warn!(slot = i, "reclaiming the slot of a dead client");
                     v.clear_slot(i, crate::layout::SLOT_RECLAIMED);
                 }
-                v.claim(i, info.priority, |s| {
+                v.claim_as(i, info.priority, info.memory, |s| {
                     s.pid.store(me, Ordering::Relaxed);
                     s.start_time.store(start_time, Ordering::Relaxed);
                     s.uid.store(liveness::euid(), Ordering::Relaxed);
@@ -257,6 +258,8 @@ pub struct ClientInfo {
     /// its work would otherwise wait behind a lower client's queued pieces (twice the
     /// slice target). Default: 500 µs. See [`Client::linger`].
     pub linger_worth: Option<Duration>,
+    /// A memory client (see [`ClientInfo::for_memory`]) rather than a queue's.
+    pub memory: bool,
 }
 
 /// [`ClientInfo::linger_worth`] when unset: twice the default slice target of 250 µs.
@@ -280,6 +283,14 @@ impl ClientInfo {
     /// Sets the executable name.
     pub fn with_exe(mut self, exe: &str) -> Self {
         self.exe = Some(exe.to_string());
+        self
+    }
+
+    /// Makes this the process's memory client for the device: it holds the device
+    /// memory of the process's live objects ([`Client::charge_memory`]) and is never
+    /// seen by the scheduler (it neither registers a priority nor takes grants).
+    pub fn for_memory(mut self) -> Self {
+        self.memory = true;
         self
     }
 
@@ -619,6 +630,44 @@ impl Client {
             .view()
             .blocked_by_higher(self.slot, self.pri, liveness::now_ns())
             .is_some()
+    }
+
+    /// Counts an allocation of `bytes` by this memory client, or refuses it under
+    /// `policy` (then nothing stays counted). See `memory.rs` for the protocol. Alone
+    /// on the device this is a few atomics; a refusal first reclaims dead clients'
+    /// slots (their bytes go with them) and judges once more.
+    pub fn charge_memory(&self, bytes: u64, policy: &MemoryPolicy) -> Result<(), MemoryRefusal> {
+        let v = self.shared.view();
+        v.note_device_bytes(policy.device_bytes);
+        let level = self.pri.level;
+        if !policy.enabled() {
+            // Only counted: no sums, no fence.
+            v.mem_add(self.slot, bytes);
+            v.mem_admitted(self.slot);
+            return Ok(());
+        }
+        let usage = v.mem_reserve(self.slot, bytes);
+        let verdict = match judge(policy, level, &usage, bytes) {
+            Err(_) if self.shared.reclaim_dead(Some(self.slot)) > 0 => {
+                judge(policy, level, &v.mem_usage(), bytes)
+            }
+            other => other,
+        };
+        match verdict {
+            Ok(()) => v.mem_admitted(self.slot),
+            Err(_) => v.mem_refused(self.slot, level, bytes),
+        }
+        verdict
+    }
+
+    /// An object counted by [`Client::charge_memory`] was released.
+    pub fn release_memory(&self, bytes: u64) {
+        self.shared.view().mem_release(self.slot, bytes);
+    }
+
+    /// Device memory of every level on this device (live memory clients), bytes.
+    pub fn memory_usage(&self) -> [u64; crate::priority::LEVELS] {
+        self.shared.view().mem_usage()
     }
 
     /// This client's statistics.

@@ -134,7 +134,17 @@ pub struct Header {
     pub on_device: LevelMasks,
     /// Slots waiting in the handshake for lower clients to leave the device.
     pub handshake_waiting: [AtomicU64; MASK_WORDS],
-    _pad2: [AtomicU64; 22],
+    /// Memory clients (one per process and device that allocated device memory), per
+    /// level. Kept apart from `registered` so that they never count as schedulable
+    /// clients (from the padding, as `released_ns`; after the handshake's fields).
+    pub mem_clients: LevelMasks,
+    /// `CL_DEVICE_GLOBAL_MEM_SIZE` as the latest allocating process saw it, for status
+    /// (0: none yet).
+    pub mem_device_bytes: AtomicU64,
+    /// Allocations refused by the memory policy on this device, per level (they outlive
+    /// the clients that made them).
+    pub mem_refusals: [AtomicU64; LEVELS],
+    _pad2: [AtomicU64; 6],
 }
 
 /// One client slot. Written by its owner, except for reclaim (done under the slot's lock).
@@ -221,7 +231,16 @@ pub struct Slot {
     pub hs_lapsed: AtomicU64,
     /// Yield latency (request to off the device) histogram, see `YIELD_HIST_BUCKETS`.
     pub yield_hist: [AtomicU32; YIELD_HIST_BUCKETS],
-    _pad1: [AtomicU64; 18],
+    _pad1: [AtomicU64; 14],
+    /// Device memory held by this memory client's live objects, bytes (the last four
+    /// fields come from the padding; see `memory.rs` for the reservation protocol).
+    pub mem_bytes: AtomicU64,
+    /// Live objects counted in `mem_bytes`.
+    pub mem_objects: AtomicU64,
+    /// Largest `mem_bytes` seen.
+    pub mem_peak: AtomicU64,
+    /// Allocations of this client refused by the memory policy.
+    pub mem_refusals: AtomicU64,
 }
 
 #[cfg(not(loom))]
@@ -241,6 +260,9 @@ const _: () = {
     assert!(std::mem::offset_of!(Slot, progress_ns) == 240);
     assert!(std::mem::offset_of!(Slot, yield_hist) == 304);
     assert!(std::mem::offset_of!(Slot, _pad1) == 368);
+    assert!(std::mem::offset_of!(Header, mem_clients) == 848);
+    assert!(std::mem::offset_of!(Header, mem_device_bytes) == 944);
+    assert!(std::mem::offset_of!(Slot, mem_bytes) == 480);
 };
 
 fn zeroed_array<T: Default, const N: usize>() -> [T; N] {
@@ -287,6 +309,9 @@ impl Header {
             lease_ns: Default::default(),
             on_device: zeroed_masks(),
             handshake_waiting: zeroed_array(),
+            mem_clients: zeroed_masks(),
+            mem_device_bytes: Default::default(),
+            mem_refusals: zeroed_array(),
             _pad2: zeroed_array(),
         })
     }
@@ -343,6 +368,10 @@ impl Slot {
             hs_lapsed: Default::default(),
             yield_hist: zeroed_array(),
             _pad1: zeroed_array(),
+            mem_bytes: Default::default(),
+            mem_objects: Default::default(),
+            mem_peak: Default::default(),
+            mem_refusals: Default::default(),
         }
     }
 }

@@ -29,7 +29,8 @@
 //!   per process are arbitrated like separate processes); unregistering is `Drop`.
 //! * [`Client`]: `announce_demand`, `idle`, `acquire(timeout)`, `try_acquire`,
 //!   `higher_priority_registered`, `contended`, `should_yield`, `stats`,
-//!   `complete_token`.
+//!   `complete_token`; for a memory client (`ClientInfo::for_memory`, one per process
+//!   and device), `charge_memory(bytes, &`[`MemoryPolicy`]`)` and `release_memory`.
 //! * [`Grant`]: `complete(duration_ns)`, `into_token` (complete later from another
 //!   thread through [`Client::complete_token`]); dropping a grant completes it.
 //! * The yield handshake (rule 10): a lower client's [`Client::enter_device`]`(yield_ns)`
@@ -64,6 +65,7 @@ mod error;
 mod handshake;
 mod layout;
 mod lease;
+mod memory;
 mod policy;
 mod priority;
 mod sync;
@@ -90,6 +92,7 @@ mod segment;
 mod stats;
 
 pub use error::SchedError;
+pub use memory::{judge as judge_memory, MemoryPolicy, MemoryRefusal, RefusalReason};
 pub use priority::{Level, Priority, LEVELS};
 
 #[cfg(not(loom))]

@@ -562,8 +562,16 @@ impl<'a> View<'a> {
         found
     }
 
-    /// Fills in a slot the caller has just locked, and publishes it as active.
+    /// Fills in a slot the caller has just locked, and publishes it as active (tests and
+    /// loom models; clients claim through [`View::claim_as`]).
+    #[cfg(any(test, loom))]
     pub fn claim(&self, me: usize, pri: Priority, fill: impl FnOnce(&Slot)) {
+        self.claim_as(me, pri, false, fill)
+    }
+
+    /// [`View::claim`] for a scheduling client (`memory` false: it joins `registered`) or a
+    /// memory client (it joins `mem_clients` only, so no scheduler decision sees it).
+    pub fn claim_as(&self, me: usize, pri: Priority, memory: bool, fill: impl FnOnce(&Slot)) {
         let s = &self.slots[me];
         s.state.store(SLOT_CLAIMING, Ordering::Relaxed);
         for c in [
@@ -588,6 +596,10 @@ impl<'a> View<'a> {
             &s.hs_wait_max_ns,
             &s.hs_expired,
             &s.hs_lapsed,
+            &s.mem_bytes,
+            &s.mem_objects,
+            &s.mem_peak,
+            &s.mem_refusals,
         ] {
             c.store(0, Ordering::Relaxed);
         }
@@ -605,7 +617,12 @@ impl<'a> View<'a> {
         fill(s);
         s.state.store(SLOT_ACTIVE, Ordering::Release);
         let (w, b) = bit(me);
-        self.h.registered[pri.level.index()][w].fetch_or(b, Ordering::Release);
+        let masks = if memory {
+            &self.h.mem_clients
+        } else {
+            &self.h.registered
+        };
+        masks[pri.level.index()][w].fetch_or(b, Ordering::Release);
     }
 
     /// Clears every summary bit of slot `i` and its in-flight count; leaves it in `state`.
@@ -618,6 +635,7 @@ impl<'a> View<'a> {
             &self.h.waiting,
             &self.h.registered,
             &self.h.on_device,
+            &self.h.mem_clients,
         ] {
             for m in masks.iter() {
                 m[w].fetch_and(!b, Ordering::Relaxed);

@@ -7,7 +7,7 @@ use crate::handshake::hist_quantile;
 use crate::layout::{read_name, SLOT_ACTIVE, SLOT_CLAIMING, SLOT_RECLAIMED, YIELD_HIST_BUCKETS};
 use crate::liveness;
 use crate::policy::View;
-use crate::priority::Priority;
+use crate::priority::{Priority, LEVELS};
 use crate::segment::Segment;
 use crate::sync::Ordering;
 
@@ -122,6 +122,16 @@ pub struct ClientStats {
     pub hs_lapsed: u64,
     /// CLOCK_MONOTONIC ns of the last sign of life (leases).
     pub progress_ns: u64,
+    /// Whether this is a process's memory client (no queue: it only holds memory).
+    pub memory: bool,
+    /// Device memory held by the client's live objects, bytes (memory clients only).
+    pub mem_bytes: u64,
+    /// Live objects counted in `mem_bytes`.
+    pub mem_objects: u64,
+    /// Largest `mem_bytes` seen.
+    pub mem_peak: u64,
+    /// Allocations refused by the memory policy.
+    pub mem_refusals: u64,
     /// CLOCK_MONOTONIC ns of the last activity.
     pub last_activity_ns: u64,
     /// Claims of this slot so far.
@@ -159,8 +169,29 @@ pub struct SegmentSnapshot {
     pub reclaims: u64,
     /// CLOCK_REALTIME ns at creation.
     pub created_realtime_ns: u64,
+    /// `CL_DEVICE_GLOBAL_MEM_SIZE` as the latest allocating process saw it (0: unknown).
+    pub mem_device_bytes: u64,
+    /// Allocations refused by the memory policy on this device, per level (index
+    /// `Level::index`: low, normal, high).
+    pub mem_refusals: [u64; LEVELS],
     /// Every slot that is or was in use (active, claiming or reclaimed).
     pub clients: Vec<ClientStats>,
+}
+
+impl SegmentSnapshot {
+    /// Device memory held per level (index `Level::index`) by the memory clients whose
+    /// owner is alive (a dead one's bytes are returned when its slot is reclaimed, and
+    /// are not counted here even before).
+    pub fn mem_bytes_by_level(&self) -> [u64; LEVELS] {
+        let mut out = [0u64; LEVELS];
+        for c in &self.clients {
+            let alive = c.state != ClientState::Reclaimed && c.lock_held != Some(false);
+            if let (true, true, Some(p)) = (c.memory, alive, c.priority) {
+                out[p.level.index()] = out[p.level.index()].saturating_add(c.mem_bytes);
+            }
+        }
+        out
+    }
 }
 
 /// Reads slot `i` (any state). `seg` enables the lock and process checks.
@@ -225,6 +256,11 @@ pub(crate) fn read_client(v: &View<'_>, i: usize, seg: Option<&Segment>, now: u6
         hs_expired: s.hs_expired.load(Ordering::Relaxed),
         hs_lapsed: s.hs_lapsed.load(Ordering::Relaxed),
         progress_ns: s.progress_ns.load(Ordering::Relaxed),
+        memory: v.is_memory_client(i),
+        mem_bytes: s.mem_bytes.load(Ordering::Relaxed),
+        mem_objects: s.mem_objects.load(Ordering::Relaxed),
+        mem_peak: s.mem_peak.load(Ordering::Relaxed),
+        mem_refusals: s.mem_refusals.load(Ordering::Relaxed),
         last_activity_ns: s.last_activity_ns.load(Ordering::Relaxed),
         incarnation: s.incarnation.load(Ordering::Relaxed),
         process_alive: seg.map(|_| liveness::process_alive(pid, start_time)),
@@ -264,6 +300,8 @@ pub(crate) fn snapshot(seg: &Segment) -> SegmentSnapshot {
         total_grants: h.total_grants.load(Ordering::Relaxed),
         reclaims: h.reclaims.load(Ordering::Relaxed),
         created_realtime_ns: h.created_realtime_ns.load(Ordering::Relaxed),
+        mem_device_bytes: h.mem_device_bytes.load(Ordering::Relaxed),
+        mem_refusals: std::array::from_fn(|l| h.mem_refusals[l].load(Ordering::Relaxed)),
         clients,
     }
 }

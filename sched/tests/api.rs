@@ -357,3 +357,64 @@ fn device_claims_travel_between_threads_and_outlive_their_client_harmlessly() {
     next.leave_device(mine, false);
     assert_eq!(next.on_device(), 0);
 }
+
+#[test]
+fn memory_clients_hold_bytes_per_level_and_lower_ones_are_refused_past_the_reserve() {
+    let d = TestDir::new("memory");
+    let arb = Arbiter::open("dev0", &d.opts()).unwrap();
+    let hi = arb.register(info("high", "memory").for_memory()).unwrap();
+    let lo = arb.register(info("low", "memory").for_memory()).unwrap();
+    let queue = arb.register(info("normal", "q")).unwrap();
+    // A memory client is invisible to the scheduler.
+    assert!(!queue.higher_priority_registered());
+    assert!(!queue.lower_priority_registered());
+    let policy = MemoryPolicy {
+        device_bytes: 1000,
+        reserve: [0, 0, 400],
+        cap: [None; 3],
+    };
+    lo.charge_memory(600, &policy)
+        .expect("low fits beside high's reserve");
+    let r = lo.charge_memory(1, &policy).unwrap_err();
+    assert_eq!(r.level, Level::Low);
+    assert_eq!(r.requested, 1);
+    assert!(matches!(
+        r.reason,
+        RefusalReason::Reserve {
+            reserved_above: 400,
+            ..
+        }
+    ));
+    // High gets its whole reserve.
+    hi.charge_memory(300, &policy).unwrap();
+    hi.charge_memory(100, &policy).unwrap();
+    assert_eq!(hi.memory_usage(), [600, 0, 400]);
+    // Low frees: its next allocation passes again.
+    lo.release_memory(600);
+    lo.charge_memory(500, &policy).unwrap();
+
+    let snap = arb.snapshot();
+    assert_eq!(snap.mem_bytes_by_level(), [500, 0, 400]);
+    assert_eq!(snap.mem_refusals, [1, 0, 0]);
+    assert_eq!(snap.mem_device_bytes, 1000);
+    let l = snap.clients.iter().find(|c| c.slot == lo.slot()).unwrap();
+    assert!(l.memory);
+    assert_eq!(
+        (l.mem_bytes, l.mem_objects, l.mem_refusals, l.mem_peak),
+        (500, 1, 1, 600)
+    );
+    assert!(
+        !snap
+            .clients
+            .iter()
+            .find(|c| c.slot == queue.slot())
+            .unwrap()
+            .memory
+    );
+    // A client gone takes its bytes with it.
+    drop(hi);
+    assert_eq!(lo.memory_usage(), [500, 0, 0]);
+    // Off (no reserve, no cap): counted, never refused.
+    lo.charge_memory(1 << 40, &MemoryPolicy::default()).unwrap();
+    assert_eq!(lo.memory_usage(), [500 + (1 << 40), 0, 0]);
+}

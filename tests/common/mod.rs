@@ -196,6 +196,33 @@ pub fn info_scalar<T: Copy + Default>(f: impl Fn(usize, *mut c_void, *mut usize)
     v
 }
 
+/// The Python that runs pyopencl clients: `SOFTPREEMPT_TEST_PYTHON`, else `python3`.
+pub fn python() -> String {
+    std::env::var("SOFTPREEMPT_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Whether [`python`] has pyopencl and numpy. Without them a test says so and passes,
+/// unless `SOFTPREEMPT_TEST_REQUIRE_PYOPENCL` is set (the README's test command builds
+/// the client venv first and requires it): then it fails.
+pub fn has_pyopencl_or_skip() -> bool {
+    let has = std::process::Command::new(python())
+        .args(["-c", "import pyopencl, numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        assert!(
+            std::env::var_os("SOFTPREEMPT_TEST_REQUIRE_PYOPENCL").is_none(),
+            "{} has no pyopencl, and SOFTPREEMPT_TEST_REQUIRE_PYOPENCL is set",
+            python()
+        );
+        eprintln!(
+            "skipped: {} has no pyopencl (set SOFTPREEMPT_TEST_PYTHON)",
+            python()
+        );
+    }
+    has
+}
+
 /// The SoftPreempt platform (wrapping PoCL).
 pub fn sp_platform() -> cl_platform_id {
     *platforms()

@@ -92,6 +92,7 @@ fn wrap_context(
         platform,
         devices,
         app_properties,
+        memory: Default::default(),
     })
     .handle())
 }

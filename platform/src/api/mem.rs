@@ -20,6 +20,7 @@ use crate::core::callback::{once_obj, Callback, ObjNotify};
 use crate::core::error::CLResult;
 use crate::core::forward::fetch_info;
 use crate::core::handle::{new_obj, Obj, Ref};
+use crate::core::memory::{self, Charges};
 use crate::core::objects::{Context, Mem, SvmRecord};
 use crate::core::refcount;
 use crate::{vcall, vcreate, vtry};
@@ -32,14 +33,63 @@ fn check_context(context: cl_context) -> CLResult<&'static Obj<Context>> {
 }
 
 /// Wraps a memory object the vendor just created in `ctx`.
-fn wrap(ctx: &Obj<Context>, inner: cl_mem, parent: Option<Ref<Mem>>) -> cl_mem {
+fn wrap(ctx: &Obj<Context>, inner: cl_mem, parent: Option<Ref<Mem>>, charges: Charges) -> cl_mem {
     let c = ctx.get();
     new_obj(Mem {
         inner: c.inner.child(inner),
         context: ctx.hold(),
         parent,
+        charges,
     })
     .handle()
+}
+
+/// "CL_MEM_OBJECT_ALLOCATION_FAILURE if there is a failure to allocate memory for buffer
+/// object": counts a buffer's `size` bytes on the context's devices before the vendor
+/// allocates them, or refuses them under the memory policy (`core::memory`). A buffer on
+/// the application's memory (`CL_MEM_USE_HOST_PTR`) counts too: a discrete device keeps
+/// its own copy of it (see docs/design.md).
+fn charge_buffer(ctx: &Obj<Context>, size: usize) -> CLResult<Charges> {
+    memory::charge(ctx.get(), size, "a buffer")
+}
+
+/// Wraps an image or a pipe the vendor just created, counting the bytes the vendor
+/// reports for it (`CL_MEM_SIZE`); an image on a buffer (`parent`) holds none of its own.
+/// "CL_MEM_OBJECT_ALLOCATION_FAILURE if there is a failure to allocate memory for" it,
+/// which here is a refusal by the memory policy: the vendor object is released again.
+fn wrap_counted(
+    ctx: &Obj<Context>,
+    inner: cl_mem,
+    parent: Option<Ref<Mem>>,
+    what: &'static str,
+) -> CLResult<cl_mem> {
+    let c = ctx.get();
+    if parent.is_some() {
+        return Ok(wrap(ctx, inner, parent, Charges::none()));
+    }
+    let mut size = 0usize;
+    let f = c.inner.vt.clGetMemObjectInfo;
+    // SAFETY: the vendor's query on the object it just created, into a usize.
+    let got = f.map(|f| unsafe {
+        f(
+            inner,
+            CL_MEM_SIZE,
+            std::mem::size_of::<usize>(),
+            &mut size as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    });
+    if got != Some(CL_SUCCESS) {
+        tracing::debug!("softpreempt: no CL_MEM_SIZE for a new {what}; counted as 0 bytes");
+    }
+    match memory::charge(c, size, what) {
+        Ok(charges) => Ok(wrap(ctx, inner, parent, charges)),
+        Err(e) => {
+            // SAFETY: the vendor's release of the object the application never saw.
+            unsafe { c.inner.vt.clReleaseMemObject.map(|f| f(inner)) };
+            Err(e)
+        }
+    }
 }
 
 pub fn create_buffer(
@@ -50,8 +100,9 @@ pub fn create_buffer(
 ) -> CLResult<cl_mem> {
     let ctx = check_context(context)?;
     let c = ctx.get();
+    let charges = charge_buffer(ctx, size)?;
     let h = vcreate!(c.inner.vt, clCreateBuffer(c.inner.h, flags, size, host_ptr))?;
-    Ok(wrap(ctx, h, None))
+    Ok(wrap(ctx, h, None, charges))
 }
 
 /// The core 3.0 memory properties carry no handles, so the list goes to the vendor as is
@@ -65,11 +116,12 @@ pub fn create_buffer_with_properties(
 ) -> CLResult<cl_mem> {
     let ctx = check_context(context)?;
     let c = ctx.get();
+    let charges = charge_buffer(ctx, size)?;
     let h = vcreate!(
         c.inner.vt,
         clCreateBufferWithProperties(c.inner.h, properties, flags, size, host_ptr)
     )?;
-    Ok(wrap(ctx, h, None))
+    Ok(wrap(ctx, h, None, charges))
 }
 
 pub fn create_sub_buffer(
@@ -90,6 +142,8 @@ pub fn create_sub_buffer(
         inner: p.inner.child(h),
         context: p.context.clone(),
         parent: Some(parent.hold()),
+        // Its bytes are its parent's, counted once there.
+        charges: Charges::none(),
     };
     Ok(new_obj(sub).handle())
 }
@@ -151,7 +205,7 @@ pub fn create_image(
         c.inner.vt,
         clCreateImage(c.inner.h, flags, image_format, desc.ptr(), host_ptr)
     )?;
-    Ok(wrap(ctx, h, desc.parent))
+    wrap_counted(ctx, h, desc.parent, "an image")
 }
 
 pub fn create_image_with_properties(
@@ -176,7 +230,7 @@ pub fn create_image_with_properties(
             host_ptr
         )
     )?;
-    Ok(wrap(ctx, h, desc.parent))
+    wrap_counted(ctx, h, desc.parent, "an image")
 }
 
 pub fn create_image_2d(
@@ -202,7 +256,7 @@ pub fn create_image_2d(
             host_ptr
         )
     )?;
-    Ok(wrap(ctx, h, None))
+    wrap_counted(ctx, h, None, "an image")
 }
 
 pub fn create_image_3d(
@@ -232,7 +286,7 @@ pub fn create_image_3d(
             host_ptr
         )
     )?;
-    Ok(wrap(ctx, h, None))
+    wrap_counted(ctx, h, None, "an image")
 }
 
 pub fn create_pipe(
@@ -254,7 +308,7 @@ pub fn create_pipe(
             properties
         )
     )?;
-    Ok(wrap(ctx, h, None))
+    wrap_counted(ctx, h, None, "a pipe")
 }
 
 pub fn retain_mem_object(memobj: cl_mem) -> CLResult<()> {
@@ -429,6 +483,10 @@ pub fn svm_alloc(
     let Some(f) = c.inner.vt.clSVMAlloc else {
         return std::ptr::null_mut();
     };
+    // Counted first, like a buffer; a refusal is the NULL of a failed allocation.
+    let Ok(charges) = memory::charge(c, size, "an SVM allocation") else {
+        return std::ptr::null_mut();
+    };
     // SAFETY: the vendor's allocator on its own context; the other arguments are values.
     let ptr = unsafe { f(c.inner.h, flags, size, alignment) };
     if !ptr.is_null() {
@@ -438,6 +496,7 @@ pub fn svm_alloc(
                 ptr,
                 size,
                 context: ctx.hold(),
+                charges,
             },
         );
     }

@@ -9,7 +9,9 @@
 
 use std::path::PathBuf;
 
-use super::types::{ControlValue, Priority, Rule, SafeBinary, SliceMode, YieldMode};
+use super::types::{
+    ControlValue, DeviceMemory, LevelAmounts, Priority, Rule, SafeBinary, SliceMode, YieldMode,
+};
 
 /// One declared control, with type-erased accessors into [`Config`].
 pub struct Control {
@@ -365,6 +367,46 @@ controls! {
             env "SOFTPREEMPT_SHM_DIR", example r#"shm_dir = "/dev/shm""#;
     }
 
+    /// Device memory by priority. Time slicing shares a device's time, not its
+    /// memory: here memory reserved for a priority level is kept from the
+    /// levels below it. Every process's live buffers, images, pipes and SVM
+    /// allocations on a device are counted (`softpreempt status` shows them,
+    /// per process and per level); an allocation of a lower level that would
+    /// eat into what a higher level has reserved and does not use yet fails
+    /// with `CL_MEM_OBJECT_ALLOCATION_FAILURE`, as on a full device, and logs
+    /// one line naming the device, the level, the sizes and the setting. Off
+    /// (memory only counted) unless a reserve or a cap is set. Amounts are
+    /// bytes, sizes such as `"8 GiB"`, or percentages of the device's
+    /// `CL_DEVICE_GLOBAL_MEM_SIZE` such as `"25%"`. A process's level on a
+    /// device is the highest of its priority (`priority`, `[[rule]]`,
+    /// `SOFTPREEMPT_PRIORITY`, `chrt`) and of the `CL_QUEUE_PRIORITY_KHR` of
+    /// the queues it created there before its first allocation there.
+    [memory] MemoryConfig {
+        /// Memory reserved for each level, on every device: no allocation of a
+        /// lower level may eat into the part of it that the level's processes
+        /// do not use yet, and an allocation that keeps its own level within
+        /// its reserve is never refused. Reserves given as percentages may
+        /// not add up to more than 100. Unset levels reserve nothing.
+        reserve: LevelAmounts = LevelAmounts::default(), expect LevelAmounts::EXPECT,
+            example "# A quarter of every device for the inference class (priority high),\n\
+                     # 2 GiB for normal work, none kept for low (training) work.\n\
+                     reserve = { high = \"25%\", normal = \"2 GiB\" }",
+            valid |v| v.percent_total() <= 100.0;
+        /// Most memory all the processes of a level may hold together on a
+        /// device; an allocation past it fails as past a reserve. Unset
+        /// levels have no cap.
+        cap: LevelAmounts = LevelAmounts::default(), expect LevelAmounts::EXPECT,
+            example r#"cap = { low = "60%" }"#;
+        /// Per-device policy: each `[[memory.device]]` table names a device
+        /// (its key as `softpreempt status` shows it, its UUID, or its name)
+        /// and gives `reserve` and `cap` levels that replace those of
+        /// `[memory]` on it; levels it leaves out keep the `[memory]` values.
+        device: Vec<DeviceMemory> = Vec::new(),
+            expect "an array of [[memory.device]] tables",
+            example "[[memory.device]]\ndevice = \"NVIDIA H100 80GB HBM3\"\nreserve = { high = \"40 GiB\" }",
+            valid |v| v.iter().all(|d| !d.device.trim().is_empty() && d.reserve.percent_total() <= 100.0);
+    }
+
     /// The program store: what SoftPreempt learned from the source of a program
     /// (which kernels may be sliced, and the rewritten source of those that read
     /// the launch geometry), kept per user and keyed by the vendor's binary of the
@@ -425,3 +467,27 @@ pub static RULE_KEYS: &[SubKey] = &[
         doc: "Priority given to matching processes (required).",
     },
 ];
+
+/// Keys of one `[[memory.device]]` table.
+pub static MEMORY_DEVICE_KEYS: &[SubKey] = &[
+    SubKey {
+        key: "memory.device.device",
+        expect: "a device key, UUID or name",
+        doc: "The device (required): its key as `softpreempt status` shows it (`uuid-...`), \
+              its UUID (with or without dashes), or its name (`CL_DEVICE_NAME`).",
+    },
+    SubKey {
+        key: "memory.device.reserve",
+        expect: LevelAmounts::EXPECT,
+        doc: "Reserves on this device, by level; levels left out keep `memory.reserve`'s.",
+    },
+    SubKey {
+        key: "memory.device.cap",
+        expect: LevelAmounts::EXPECT,
+        doc: "Caps on this device, by level; levels left out keep `memory.cap`'s.",
+    },
+];
+
+/// The keys of every array-of-tables control, by the control's key.
+pub static TABLE_KEYS: &[(&str, &[SubKey])] =
+    &[("rule", RULE_KEYS), ("memory.device", MEMORY_DEVICE_KEYS)];

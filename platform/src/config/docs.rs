@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::controls::{Config, Control, CONTROLS, RULE_KEYS, SECTIONS};
+use super::controls::{Config, Control, CONTROLS, SECTIONS, TABLE_KEYS};
 use super::{DEFAULT_PATH, ENV_CONFIG};
 
 /// How an absent optional value renders (see `ControlValue for Option`).
@@ -74,7 +74,8 @@ fn write_example_control(out: &mut String, c: &Control, defaults: &Config) {
     }
     if is_table_array(c) {
         comment_lines(out, "Keys of each table:");
-        for k in RULE_KEYS {
+        let keys = TABLE_KEYS.iter().filter(|(t, _)| *t == c.key);
+        for k in keys.flat_map(|(_, keys)| keys.iter()) {
             let name = k.key.rsplit('.').next().unwrap_or(k.key);
             comment_lines(out, &format!("  {name}: {}", k.doc));
         }
@@ -122,7 +123,11 @@ pub fn render_example_toml() -> String {
         let _ = writeln!(out, "[{}]", s.name);
         comment_lines(&mut out, &doc_text(s.doc));
         out.push('\n');
-        for c in CONTROLS.iter().filter(|c| c.section == Some(s.name)) {
+        // Tables of tables come last, below every plain table.
+        for c in CONTROLS
+            .iter()
+            .filter(|c| c.section == Some(s.name) && !is_table_array(c))
+        {
             write_example_control(&mut out, c, &defaults);
         }
     }
@@ -181,13 +186,15 @@ valid environment overrides). A bad configuration never stops the application.
         write_control(&mut out, c, &defaults);
     }
 
-    out.push_str("## `[[rule]]` keys\n\n");
-    for k in RULE_KEYS {
-        let _ = writeln!(
-            out,
-            "### `{}`\n\n{}\n\n- Accepts: {}\n",
-            k.key, k.doc, k.expect
-        );
+    for (table, keys) in TABLE_KEYS {
+        let _ = writeln!(out, "## `[[{table}]]` keys\n");
+        for k in keys.iter() {
+            let _ = writeln!(
+                out,
+                "### `{}`\n\n{}\n\n- Accepts: {}\n",
+                k.key, k.doc, k.expect
+            );
+        }
     }
 
     for s in SECTIONS {

@@ -20,11 +20,14 @@ use once_cell::sync::OnceCell;
 use toml::de::DeTable;
 
 pub use controls::{
-    Config, Control, SchedConfig, Section, StoreConfig, SubKey, TraceConfig, CONTROLS, RULE_KEYS,
-    SECTIONS,
+    Config, Control, MemoryConfig, SchedConfig, Section, StoreConfig, SubKey, TraceConfig,
+    CONTROLS, MEMORY_DEVICE_KEYS, RULE_KEYS, SECTIONS, TABLE_KEYS,
 };
 pub use docs::{render_example_toml, render_reference_markdown};
-pub use types::{ControlValue, Level, Priority, Rule, SafeBinary, SliceMode, YieldMode};
+pub use types::{
+    ControlValue, DeviceMemory, Level, LevelAmounts, MemAmount, Priority, Rule, SafeBinary,
+    SliceMode, YieldMode,
+};
 
 /// The system-wide file, read when `SOFTPREEMPT_CONFIG` is unset.
 pub const DEFAULT_PATH: &str = "/etc/softpreempt.toml";
@@ -377,8 +380,9 @@ fn friendly_message(
         .find(|c| c.key == generic)
         .map(|c| c.expect)
         .or_else(|| {
-            RULE_KEYS
+            TABLE_KEYS
                 .iter()
+                .flat_map(|(_, keys)| keys.iter())
                 .find(|k| k.key == generic)
                 .map(|k| k.expect)
         })

@@ -462,3 +462,190 @@ impl<T: ControlValue> ControlValue for Vec<T> {
         format!("[{}]", items.join(", "))
     }
 }
+
+/// An amount of device memory: bytes, or a percentage of the device's
+/// `CL_DEVICE_GLOBAL_MEM_SIZE`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemAmount {
+    Bytes(u64),
+    /// Above 0, at most 100.
+    Percent(f64),
+}
+
+impl MemAmount {
+    pub const EXPECT: &'static str = "bytes as an integer, a size such as \"8 GiB\" or \"512MB\", or a percentage of the device's memory such as \"25%\"";
+
+    /// The amount on a device of `device_bytes`.
+    pub fn bytes_of(self, device_bytes: u64) -> u64 {
+        match self {
+            MemAmount::Bytes(b) => b,
+            MemAmount::Percent(p) => (device_bytes as f64 * p / 100.0) as u64,
+        }
+    }
+}
+
+impl fmt::Display for MemAmount {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemAmount::Bytes(b) => write!(f, "{b}"),
+            MemAmount::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+impl FromStr for MemAmount {
+    type Err = String;
+    /// Sizes are read by the `parse-size` crate: `KB`/`MB`/`GB` are powers of 1000,
+    /// `KiB`/`MiB`/`GiB` powers of 1024, and a space before the unit is allowed.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("expected {}, found {s:?}", MemAmount::EXPECT);
+        let t = s.trim();
+        match t.strip_suffix('%') {
+            Some(p) => match p.trim().parse::<f64>() {
+                Ok(p) if p.is_finite() && p > 0.0 && p <= 100.0 => Ok(MemAmount::Percent(p)),
+                _ => Err(bad()),
+            },
+            None => parse_size::parse_size(t)
+                .map(MemAmount::Bytes)
+                .map_err(|_| bad()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MemAmount {
+    /// A string as [`FromStr`] reads it, or a plain integer of bytes.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = MemAmount;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(MemAmount::EXPECT)
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<MemAmount, E> {
+                s.parse().map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<MemAmount, E> {
+                Ok(MemAmount::Bytes(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<MemAmount, E> {
+                u64::try_from(v)
+                    .map(MemAmount::Bytes)
+                    .map_err(|_| E::custom(format!("expected {}, found {v}", MemAmount::EXPECT)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// One amount of memory per priority level (`reserve`, `cap`); a level left out
+/// has none.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelAmounts {
+    pub high: Option<MemAmount>,
+    pub normal: Option<MemAmount>,
+    pub low: Option<MemAmount>,
+}
+
+impl LevelAmounts {
+    pub const EXPECT: &'static str = "a table of levels (high, normal, low), each with bytes, a size such as \"8 GiB\", or a percentage such as \"25%\"";
+
+    pub fn get(&self, level: Level) -> Option<MemAmount> {
+        match level {
+            Level::High => self.high,
+            Level::Normal => self.normal,
+            Level::Low => self.low,
+        }
+    }
+
+    /// These amounts, with the levels left out taken from `base`.
+    pub fn or(self, base: LevelAmounts) -> LevelAmounts {
+        LevelAmounts {
+            high: self.high.or(base.high),
+            normal: self.normal.or(base.normal),
+            low: self.low.or(base.low),
+        }
+    }
+
+    /// The sum of the levels given as percentages (for the check that reserves fit).
+    pub fn percent_total(&self) -> f64 {
+        [self.high, self.normal, self.low]
+            .iter()
+            .map(|a| match a {
+                Some(MemAmount::Percent(p)) => *p,
+                _ => 0.0,
+            })
+            .sum()
+    }
+}
+
+impl ControlValue for LevelAmounts {
+    fn from_env(_: &str) -> Option<Self> {
+        None
+    }
+    fn render(&self) -> String {
+        let parts: Vec<String> = [Level::High, Level::Normal, Level::Low]
+            .iter()
+            .filter_map(|&l| self.get(l).map(|a| format!("{l} = {}", a.render())))
+            .collect();
+        if parts.is_empty() {
+            "{}".to_string()
+        } else {
+            format!("{{ {} }}", parts.join(", "))
+        }
+    }
+}
+
+impl ControlValue for MemAmount {
+    fn from_env(s: &str) -> Option<Self> {
+        s.parse().ok()
+    }
+    fn render(&self) -> String {
+        match self {
+            MemAmount::Bytes(b) => b.to_string(),
+            MemAmount::Percent(_) => quote(&self.to_string()),
+        }
+    }
+}
+
+/// One `[[memory.device]]`: the memory policy of the device it names, where it
+/// differs from `[memory]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceMemory {
+    /// The device: its key as `softpreempt status` shows it (`uuid-…`), its UUID,
+    /// or its name (`CL_DEVICE_NAME`).
+    pub device: String,
+    #[serde(default)]
+    pub reserve: LevelAmounts,
+    #[serde(default)]
+    pub cap: LevelAmounts,
+}
+
+impl DeviceMemory {
+    /// Does this entry name the device with `key` (as in the arbiter) and `name`?
+    /// A UUID matches with or without dashes and the `uuid-` prefix, in any case.
+    pub fn matches(&self, key: &str, name: &str) -> bool {
+        let want = self.device.trim();
+        let hex = |s: &str| -> String {
+            let s = s.trim().to_ascii_lowercase();
+            let s = s.strip_prefix("uuid-").unwrap_or(&s).to_string();
+            s.chars().filter(|c| *c != '-').collect()
+        };
+        want == key || want == name.trim() || (key.starts_with("uuid-") && hex(want) == hex(key))
+    }
+}
+
+impl ControlValue for DeviceMemory {
+    fn from_env(_: &str) -> Option<Self> {
+        None
+    }
+    fn render(&self) -> String {
+        format!(
+            "{{ device = {}, reserve = {}, cap = {} }}",
+            quote(&self.device),
+            self.reserve.render(),
+            self.cap.render()
+        )
+    }
+}

@@ -10,6 +10,7 @@ pub mod extensions;
 pub mod forward;
 pub mod handle;
 pub mod managed;
+pub mod memory;
 pub mod objects;
 pub mod os_priority;
 pub mod platform;

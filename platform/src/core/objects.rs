@@ -20,6 +20,8 @@ pub struct Context {
     /// The application's own property list (with its own platform handle), returned by
     /// `CL_CONTEXT_PROPERTIES`.
     pub app_properties: Vec<cl_context_properties>,
+    /// The memory clients of its devices, from its first allocation on.
+    pub memory: super::memory::ContextMemory,
 }
 
 pub struct Queue {
@@ -40,6 +42,8 @@ pub struct Mem {
     pub context: Ref<Context>,
     /// The parent of a sub-buffer, or the buffer / image an image was created from.
     pub parent: Option<Ref<Mem>>,
+    /// The device memory it holds, returned when the wrapper goes.
+    pub charges: super::memory::Charges,
 }
 
 pub struct Sampler {
@@ -329,6 +333,8 @@ pub struct SvmRecord {
     /// Bytes requested, so a pointer inside the allocation can be traced to its owner.
     pub size: usize,
     pub context: Ref<Context>,
+    /// The device memory it holds, returned when the record goes.
+    pub charges: super::memory::Charges,
 }
 
 // SAFETY: `ptr` is only an address (never dereferenced by the layer); SVM memory is

@@ -13,14 +13,14 @@ use crate::core::forward::{fetch_info, info_string};
 use crate::core::platform::Device;
 
 /// The physical device a (sub-)device belongs to: arbitration is per physical device.
-fn root_of(d: &Device) -> &Device {
+pub(crate) fn root_of(d: &Device) -> &Device {
     match &d.parent {
         Some(p) => root_of(p.get()),
         None => d,
     }
 }
 
-fn device_info(d: &Device, name: cl_device_info) -> Option<Vec<u8>> {
+pub(crate) fn device_info(d: &Device, name: cl_device_info) -> Option<Vec<u8>> {
     let i = &d.inner;
     fetch_info(|s, v, r| match i.vt.clGetDeviceInfo {
         // SAFETY: the vendor's own query on its own device.

@@ -247,6 +247,7 @@ impl Managed {
             crate::trace::name_queue(label, &priority.to_string());
         }
         let arbiter = arbiter::arbiter_for(device);
+        crate::core::memory::note_queue_priority(device, priority);
         // The segment's creator fixed the in-flight limit every client obeys.
         let segment_inflight = arbiter
             .as_ref()
