@@ -45,7 +45,8 @@ fn child_role() {
     if std::env::var_os(ROLE).is_none() {
         return;
     }
-    mc::init("slice = \"always\"\ntarget_slice_us = 500");
+    // Slicing is under test: yielding launches are off (`tests/managed_yield.rs`).
+    mc::init("slice = \"always\"\ntarget_slice_us = 500\nyielding = \"never\"");
     let env = Env::sp();
     let prog = mc::build(&env, SRC, "").unwrap_or_else(|e| panic!("{e}"));
     let k = env.kernel(prog, "uneven");
