@@ -87,6 +87,7 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
     }
     *st = YieldState::Building;
     drop(st);
+    builds_started();
     let options = prog.build_options();
     let job = Job {
         program: p.hold(),
@@ -98,6 +99,7 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
         .name("softpreempt-yield-build".into())
         .spawn(move || job.run());
     if let Err(e) = spawned {
+        builds_ended();
         tracing::warn!("softpreempt: cannot start a build thread for yielding launches: {e}");
         *prog.yielding.lock().unwrap_or_else(|e| e.into_inner()) = YieldState::Unavailable;
     }
@@ -149,5 +151,46 @@ impl Job {
         if matches!(*st, YieldState::Building) {
             *st = state;
         }
+        drop(st);
+        builds_ended();
+    }
+}
+
+/// Builds of persistent entries still running on threads of the layer.
+static BUILDS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
+static BUILDS_DONE: std::sync::Condvar = std::sync::Condvar::new();
+
+/// A build starts. The first one registers [`wait_for_builds`] to run at exit: a vendor
+/// compiler still running on a thread of ours while the process tears the vendor library
+/// down crashes the process (seen with PoCL: a test binary that exited right after its
+/// last launch died of SIGSEGV once in 8 runs).
+fn builds_started() {
+    static AT_EXIT: std::sync::Once = std::sync::Once::new();
+    AT_EXIT.call_once(|| {
+        // SAFETY: registering a plain function that only waits on our own statics.
+        unsafe { libc::atexit(wait_for_builds) };
+    });
+    *BUILDS.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+}
+
+fn builds_ended() {
+    let mut n = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+    *n = n.saturating_sub(1);
+    BUILDS_DONE.notify_all();
+}
+
+/// At exit: waits (at most 10 s) until no build of persistent entries runs any more.
+extern "C" fn wait_for_builds() {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut n = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
+    while *n > 0 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        n = BUILDS_DONE
+            .wait_timeout(n, left)
+            .map(|(g, _)| g)
+            .unwrap_or_else(|e| e.into_inner().0);
     }
 }
