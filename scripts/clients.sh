@@ -3,9 +3,11 @@
 #  - pyopencl's own test suite (from its PyPI sdist), on the bare PoCL platform and on the
 #    SoftPreempt platform, each twice with one XDG_CACHE_HOME per platform (the second run
 #    loads every program from pyopencl's and PoCL's binary caches, as users run every
-#    day), then once more through SoftPreempt with `slice = "always"`;
+#    day), then once more through SoftPreempt with `slice = "always"` and `yielding =
+#    "chaos"` (yields requested at random moments; the profile must count yields);
 #  - an OpenCV T-API (cv2.UMat) workload, bare and through SoftPreempt, twice each (OpenCV
-#    caches program binaries too), outputs compared bit for bit.
+#    caches program binaries too), then once more through SoftPreempt alone under the
+#    same chaos setting; outputs compared bit for bit.
 # Through SoftPreempt the client runs at priority low while a high-priority client
 # (scripts/clients/hp_holder.py) holds a queue on the same device and launches a small
 # kernel twice a second, so every launch of the client goes through the scheduler.
@@ -138,7 +140,10 @@ make_config() {
   printf 'version = 1\n[sched]\nshm_dir = "%s"\n%s\n' "$work/shm-$1" "$2" > "$work/$1.toml"
 }
 make_config contended ""
-make_config always 'slice = "always"'
+# Alone on the device, every launch through the scheduler; yielding launches are asked to
+# stop at random moments and resume (issue 23's chaos setting).
+make_config always 'slice = "always"
+yielding = "chaos"'
 
 # The SoftPreempt loader environment of config $1, as env(1) arguments.
 sp_vars() {
@@ -174,19 +179,19 @@ stop_holder() {
   holder_pid=""
 }
 
-# Sums a SOFTPREEMPT_PROFILE file: "LAUNCHES SLICES" of priority $2.
+# Sums a SOFTPREEMPT_PROFILE file: "LAUNCHES SLICES YIELDS" of priority $2.
 profile_sum() {
   "$py" - "$1" "$2" <<'EOF'
 import json, sys
-n = s = 0
+n = s = y = 0
 try:
     for line in open(sys.argv[1]):
         r = json.loads(line)
         if r.get("priority") == sys.argv[2]:
-            n += r.get("launches", 0); s += r.get("slices", 0)
+            n += r.get("launches", 0); s += r.get("slices", 0); y += r.get("yields", 0)
 except OSError:
     pass
-print(n, s)
+print(n, s, y)
 EOF
 }
 
@@ -231,8 +236,8 @@ if [ -z "$only" ] || [ "$only" = pyopencl ]; then
     run_suite "sp-run$run" softpreempt "$work/cache-sp" \
       sp_env contended SOFTPREEMPT_PRIORITY=low SOFTPREEMPT_PROFILE="$out/profile-sp-run$run.jsonl" \
       -- "${SUITE[@]}"
-    read -r launches slices < <(profile_sum "$out/profile-sp-run$run.jsonl" low)
-    note "  through the scheduler at priority low: $launches launches in $slices slices"
+    read -r launches slices yields < <(profile_sum "$out/profile-sp-run$run.jsonl" low)
+    note "  through the scheduler at priority low: $launches launches in $slices slices ($yields yields)"
     if [ "$launches" -gt 0 ]; then pass; else
       fail "sp-run$run: no launch went through the scheduler (was the high-priority client seen?)"
     fi
@@ -241,17 +246,20 @@ if [ -z "$only" ] || [ "$only" = pyopencl ]; then
   note "  $(tail -n1 "$out/hp-holder.log")"
   # slice = "always", alone on the device: with a higher priority registered, "contended"
   # (above) already slices every launch; "always" is what makes a process alone slice.
+  # With yielding = "chaos", every launch the yielding rewrite takes (once its program's
+  # entries are built) is stopped at a random moment and resumed from its ticket.
   run_suite "sp-always" softpreempt "$work/cache-always" \
     sp_env always SOFTPREEMPT_PROFILE="$out/profile-sp-always.jsonl" -- "${SUITE_ALWAYS[@]}"
-  read -r launches slices < <(profile_sum "$out/profile-sp-always.jsonl" normal)
-  note "  sliced alone (slice = \"always\"): $launches launches in $slices slices"
+  read -r launches slices yields < <(profile_sum "$out/profile-sp-always.jsonl" normal)
+  note "  alone, slice = \"always\", yielding = \"chaos\": $launches launches in $slices pieces, $yields yields"
   if [ "$launches" -gt 0 ]; then pass; else fail "sp-always: no launch went through the scheduler"; fi
+  if [ "$yields" -gt 0 ]; then pass; else fail "sp-always: no launch yielded under yielding = \"chaos\""; fi
   # The always run has a cache of its own: it is compared with bare run 1 (cold caches).
   bad=0
   "$py" "$HERE/compare.py" pytest "$summary" \
     "run 1 (cold caches)" "$out/pyopencl-bare-run1.xml" "$out/pyopencl-sp-run1.xml" \
     "run 2 (warm binary caches)" "$out/pyopencl-bare-run2.xml" "$out/pyopencl-sp-run2.xml" \
-    "slice = \"always\", cold caches" "$out/pyopencl-bare-run1.xml" "$out/pyopencl-sp-always.xml" \
+    "slice = \"always\", yielding = \"chaos\", cold caches" "$out/pyopencl-bare-run1.xml" "$out/pyopencl-sp-always.xml" \
     || bad=$?
   passed=$((passed + 3 - bad)) failed=$((failed + bad))
   [ "$bad" -eq 0 ] || log "FAILED: pyopencl: $bad of 3 runs do worse through SoftPreempt"
@@ -295,12 +303,23 @@ if [ -z "$only" ] || [ "$only" = opencv ]; then
       sp_env contended SOFTPREEMPT_PRIORITY=low SOFTPREEMPT_TRACE="$work/trace-run$run" || ok=0
   done
   stop_holder
+  # Alone, every launch through the scheduler, yields at random moments (cold caches, as
+  # bare run 1).
+  mkdir -p "$work/trace-run3" "$work/ocv-chaos/opencv"
+  run_opencv "sp-run3" "SoftPreempt::" "$work/ocv-chaos" \
+    sp_env always SOFTPREEMPT_TRACE="$work/trace-run3" \
+    SOFTPREEMPT_PROFILE="$out/profile-opencv-chaos.jsonl" || ok=0
   if [ $ok = 1 ]; then
-    for run in 1 2; do
-      if "$py" "$HERE/compare.py" opencv "$summary" "run $run" \
-          "$out/opencv-bare-run$run".{npz,json,log} "$out/opencv-sp-run$run".{npz,json,log} \
-          "$work/trace-run$run"; then pass; else fail "OpenCV run $run differs through SoftPreempt"; fi
+    for run in 1 2 3; do
+      bare=$run what="run $run"
+      [ $run = 3 ] && bare=1 what="run 3 (slice = \"always\", yielding = \"chaos\", cold caches)"
+      if "$py" "$HERE/compare.py" opencv "$summary" "$what" \
+          "$out/opencv-bare-run$bare".{npz,json,log} "$out/opencv-sp-run$run".{npz,json,log} \
+          "$work/trace-run$run"; then pass; else fail "OpenCV $what differs through SoftPreempt"; fi
     done
+    read -r launches slices yields < <(profile_sum "$out/profile-opencv-chaos.jsonl" normal)
+    note "  OpenCV run 3: $launches launches in $slices pieces, $yields yields"
+    if [ "$yields" -gt 0 ]; then pass; else fail "OpenCV run 3: no launch yielded under yielding = \"chaos\""; fi
   fi
 fi
 

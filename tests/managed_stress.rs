@@ -130,7 +130,7 @@ fn ptr(v: &[cl_event]) -> *const cl_event {
 
 /// One random program of `steps` commands; panics on a wrong result. Returns the slices
 /// its queues submitted (read from the arbiter before they are released).
-fn program(env: &Env, fill: cl_kernel, inc: cl_kernel, seed: u64, steps: usize) -> u64 {
+fn program(env: &Env, fill: cl_kernel, inc: cl_kernel, seed: u64, steps: usize) -> (u64, u64) {
     let mut rng = Rng::new(seed);
     let bare = env.platform == common::bare_platform();
     let mut w = World {
@@ -295,7 +295,11 @@ fn program(env: &Env, fill: cl_kernel, inc: cl_kernel, seed: u64, steps: usize) 
             mc::first_difference(got, want)
         );
     }
-    let slices = mc::my_slices(mc::init(SCHED));
+    // Read before the queues go: their clients' statistics go with them.
+    let dir = mc::init(SCHED);
+    let done = mc::clients_of(dir, std::process::id())
+        .iter()
+        .fold((0, 0), |(s, y), c| (s + c.slices, y + c.yields_done));
     for e in w.events {
         // SAFETY: events the program owns, released once.
         ok(unsafe { clReleaseEvent(e) });
@@ -305,7 +309,7 @@ fn program(env: &Env, fill: cl_kernel, inc: cl_kernel, seed: u64, steps: usize) 
         // SAFETY: queues the program owns.
         ok(unsafe { clReleaseCommandQueue(q) });
     }
-    slices
+    done
 }
 
 /// The context and kernels, handed to the watchdog threads. The kernels' arguments are
@@ -330,27 +334,59 @@ fn within(limit: Duration, what: String, f: impl FnOnce() + Send + 'static) {
     }
 }
 
+/// The same programs with yielding launches at random moments (issue 23's chaos setting):
+/// every launch of an in-order queue runs as persistent groups that are asked to stop at a
+/// random moment and resume from their ticket. Run in a child process of this binary,
+/// which is configured once per process.
+const CHAOS_SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50\nyielding = \"chaos\"";
+/// Set in that child.
+const CHAOS_ENV: &str = "SOFTPREEMPT_TEST_STRESS_CHAOS";
+
 #[test]
 fn cross_queue_dependencies_never_deadlock() {
     let dir = mc::init(SCHED);
+    let (slices, _) = stress(40);
+    // The programs really ran through the scheduler: pieces were cut and granted.
+    assert!(slices > 0, "{}", mc::describe(dir));
+}
+
+#[test]
+fn cross_queue_dependencies_never_deadlock_while_launches_yield() {
+    const NAME: &str = "cross_queue_dependencies_never_deadlock_while_launches_yield";
+    if std::env::var_os(CHAOS_ENV).is_none() {
+        mc::run_child(NAME, (CHAOS_ENV, "1".as_ref()), "yields done: ");
+        return;
+    }
+    mc::init(CHAOS_SCHED);
+    let (_, yields) = stress(30);
+    // Yields happened (the persistent entries build on a thread, so the first launches
+    // are sliced): launches stopped on request and resumed with exact results.
+    assert!(yields > 0, "no launch yielded");
+    println!("yields done: {yields}");
+}
+
+/// Runs `seeds` random programs (SOFTPREEMPT_STRESS_SEEDS overrides) through SoftPreempt
+/// and a few on the bare driver; returns the pieces the scheduler cut and the yields done.
+fn stress(seeds: u64) -> (u64, u64) {
     let _g = mc::serial();
     let seeds: u64 = std::env::var("SOFTPREEMPT_STRESS_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(40);
+        .unwrap_or(seeds);
     // Leaked: the programs run in watchdog threads, and a hung one may outlive the test.
     let env: &'static Env = Box::leak(Box::new(Env::sp()));
     let prog = mc::build(env, &format!("{}{}{KERNELS}", mc::MIX_CL, mc::FILL_CL), "")
         .unwrap_or_else(|e| panic!("{e}"));
     let kernels = Shared(env, env.kernel(prog, "fill"), env.kernel(prog, "inc"));
-    let slices = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let totals = std::sync::Arc::new(std::sync::Mutex::new((0, 0)));
     for seed in 0..seeds {
         let what = format!("seed {seed} (SOFTPREEMPT_STRESS_SEEDS replays from 0)");
-        let total = slices.clone();
+        let totals = totals.clone();
         within(Duration::from_secs(60), what, move || {
             let Shared(env, fill, inc) = { kernels };
-            let n = program(env, fill, inc, seed, 60);
-            total.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            let (slices, yields) = program(env, fill, inc, seed, 60);
+            let mut t = totals.lock().unwrap();
+            *t = (t.0 + slices, t.1 + yields);
         });
     }
     // The programs are legal OpenCL: the bare driver runs them too (a few seeds suffice).
@@ -368,10 +404,6 @@ fn cross_queue_dependencies_never_deadlock() {
             },
         );
     }
-    // The programs really ran through the scheduler: pieces were cut and granted.
-    assert!(
-        slices.load(std::sync::atomic::Ordering::Relaxed) > 0,
-        "{}",
-        mc::describe(dir)
-    );
+    let totals = *totals.lock().unwrap();
+    totals
 }

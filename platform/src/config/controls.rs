@@ -274,9 +274,12 @@ controls! {
         /// When kernels run as yielding launches: persistent work-groups that
         /// take their groups from a ticket and stop between two of them when a
         /// higher priority asks, then resume where they stopped (a kernel the
-        /// rewrite cannot take is sliced, or left to the driver). `auto`, `never`,
-        /// or `chaos` (testing: yields are also requested at random moments, so
-        /// every such launch is stopped and resumed).
+        /// rewrite cannot take is sliced, or left to the driver). `auto` (launches
+        /// predicted to take 0.5 ms or more, from the second launch of a kernel on:
+        /// the first teaches the prediction, and only then are the program's
+        /// persistent entries compiled), `never`, or `chaos` (testing: every launch
+        /// the rewrite can take, short or not, and yields are also requested at
+        /// random moments, so every such launch is stopped and resumed).
         yielding: YieldMode = YieldMode::Auto,
             expect "\"auto\", \"never\" or \"chaos\"", example r#"yielding = "never""#;
         /// The longest time, in microseconds, a higher priority's command waits
@@ -438,7 +441,7 @@ controls! {
         dir: Option<PathBuf> = None, expect "a directory path",
             env "SOFTPREEMPT_TRACE", example r#"dir = "/tmp/softpreempt-trace""#,
             valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
-        /// File that per-kernel statistics (launches, slices, total and mean
+        /// File that per-kernel statistics (launches, slices, yields, total and mean
         /// device time, by kernel name and priority) are appended to, one JSON
         /// line per kernel, when a process exits or releases its last queue.
         /// Unset: no profile.

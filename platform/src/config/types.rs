@@ -182,12 +182,14 @@ word_setting! {
     /// When kernels run as yielding launches (persistent work-groups that stop between two
     /// groups when a higher priority asks).
     YieldMode {
-        /// Every launch the yielding rewrite can take, once its program is built.
+        /// Launches the yielding rewrite can take and that are predicted to be long
+        /// (0.5 ms or more), once the program's entries are built.
         Auto = "auto",
         /// Never: such launches are sliced or left to the driver, as other kernels.
         Never = "never",
-        /// As `auto`, and yields are also requested at random moments, so that every
-        /// yielding launch is stopped and resumed (testing).
+        /// Every launch the rewrite can take, short ones too, and yields are also
+        /// requested at random moments, so that every yielding launch is stopped and
+        /// resumed (testing).
         Chaos = "chaos",
     } default Auto
 }

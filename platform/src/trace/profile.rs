@@ -14,8 +14,12 @@ use super::{exit, Switch};
 pub struct KernelStats {
     /// Launches (enqueue calls).
     pub launches: u64,
-    /// Pieces submitted to the device (1 for an unsliced launch).
+    /// Pieces submitted to the device (1 for an unsliced launch; the runs of a yielding
+    /// launch).
     pub slices: u64,
+    /// Times a yielding launch stopped on request and later resumed from its ticket (the
+    /// counter `yielding = "chaos"` runs check).
+    pub yields: u64,
     /// Device time of all slices, ns.
     pub device_ns: u64,
     /// The longest piece (a slice, or a launch sent whole), ns: the preemption
@@ -38,11 +42,13 @@ impl ProfileTable {
         slices: u64,
         device_ns: u64,
         max_piece_ns: u64,
+        yields: u64,
     ) {
         let key = (kernel.to_string(), priority.to_string());
         let s = self.kernels.entry(key).or_default();
         s.launches += 1;
         s.slices += slices;
+        s.yields += yields;
         s.device_ns += device_ns;
         s.max_piece_ns = s.max_piece_ns.max(max_piece_ns);
     }
@@ -64,6 +70,7 @@ impl ProfileTable {
                 "priority": priority,
                 "launches": s.launches,
                 "slices": s.slices,
+                "yields": s.yields,
                 "total_device_ns": s.device_ns,
                 "mean_device_ns": s.device_ns / s.launches.max(1),
                 "mean_piece_ns": s.device_ns / s.slices.max(1),
@@ -108,13 +115,14 @@ pub fn enabled() -> bool {
 }
 
 /// Counts one launch of `kernel` at `priority`: `slices` pieces, `device_ns` in all, the
-/// longest piece `max_piece_ns` (0 where unknown).
+/// longest piece `max_piece_ns` (0 where unknown), `yields` of them ended by a yield.
 pub fn launch(
     kernel: &str,
     priority: &dyn std::fmt::Display,
     slices: u64,
     device_ns: u64,
     max_piece_ns: u64,
+    yields: u64,
 ) {
     if !enabled() {
         return;
@@ -127,6 +135,7 @@ pub fn launch(
             slices,
             device_ns,
             max_piece_ns,
+            yields,
         );
     }
 }
@@ -157,14 +166,15 @@ mod tests {
     #[test]
     fn lines_are_json_with_means_and_never_count_twice() {
         let mut t = ProfileTable::default();
-        t.add("mandel", "low", 4, 4_000, 1_500);
-        t.add("mandel", "low", 2, 2_000, 1_200);
-        t.add("mandel", "high", 1, 500, 500);
+        t.add("mandel", "low", 4, 4_000, 1_500, 3);
+        t.add("mandel", "low", 2, 2_000, 1_200, 0);
+        t.add("mandel", "high", 1, 500, 500, 0);
         assert_eq!(
             t.get("mandel", "low"),
             Some(KernelStats {
                 launches: 2,
                 slices: 6,
+                yields: 3,
                 device_ns: 6_000,
                 max_piece_ns: 1_500,
             })
@@ -173,7 +183,7 @@ mod tests {
         let path = dir.path().join("profile.jsonl");
         append(&path, &t.take_lines(9, "app")).unwrap();
         append(&path, &t.take_lines(9, "app")).unwrap();
-        t.add("vadd", "normal", 1, 10, 10);
+        t.add("vadd", "normal", 1, 10, 10, 0);
         append(&path, &t.take_lines(9, "app")).unwrap();
 
         let text = std::fs::read_to_string(&path).unwrap();
@@ -189,6 +199,7 @@ mod tests {
         );
         assert_eq!(low["launches"], 2);
         assert_eq!(low["slices"], 6);
+        assert_eq!(low["yields"], 3);
         assert_eq!(low["total_device_ns"], 6000);
         assert_eq!(low["mean_device_ns"], 3000);
         assert_eq!(low["mean_piece_ns"], 1000);

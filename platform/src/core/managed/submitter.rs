@@ -313,6 +313,7 @@ impl Submitter {
                 pieces,
                 self.launch_ns,
                 self.launch_max_ns,
+                0,
             );
             self.launch_ns = 0;
             self.launch_max_ns = 0;
@@ -575,7 +576,7 @@ impl Submitter {
             }
             release_event(self.vt(), ev);
             // Not retired here, so its device time is unknown to the profile.
-            crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0);
+            crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0, 0);
             return Ok(());
         }
         if let Some(y) = &l.yielding {
@@ -615,7 +616,7 @@ impl Submitter {
                 }
                 if long_wave {
                     release_event(self.vt(), ev);
-                    crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0);
+                    crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0, 0);
                 } else {
                     // Retired in order like any piece, holding no grant: its time is the
                     // long reference that tells when slicing may pay again.
@@ -908,14 +909,27 @@ impl Submitter {
                     ticket.unwrap_or_else(|| base.wrapping_add((y.total + y.persistent) as u32));
                 ctl.base.store(next, Ordering::Release);
                 if !asked && runs == 1 && y.total > 0 {
-                    // A whole run teaches the model, as a whole launch does.
-                    let waves = softpreempt_sched::waves(y.total, l.wave_wgs);
+                    // A whole run teaches the model, as a whole launch does: in waves of
+                    // the run's own groups (`persistent` of them are resident at once).
+                    // Not `l.wave_wgs`, which counts the slicing unit's groups: with a NULL
+                    // local size on a GPU that unit is far smaller than the run's groups,
+                    // and a wave counted in it came out 8 times too long, so a Mandelbrot
+                    // LP on an H100 claimed it could not yield in time and was never asked.
+                    let waves = softpreempt_sched::waves(y.total, y.persistent);
                     MODELS
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .observe_units(l.key, waves as f64, took);
                 }
-                crate::trace::profile::launch(&l.name, &self.m.priority, runs, launch_ns, max_ns);
+                // Every run but the last ended in a yield.
+                crate::trace::profile::launch(
+                    &l.name,
+                    &self.m.priority,
+                    runs,
+                    launch_ns,
+                    max_ns,
+                    runs - 1,
+                );
                 return Ok(());
             }
             tracing::trace!(kernel = %l.name, runs, "yielding launch stopped; resumes from its ticket");
