@@ -7,7 +7,8 @@
 
 use crate::common;
 use opencl_sys::*;
-use softpreempt_sched::{inspect, list_segments, ClientStats};
+pub use softpreempt_sched::ClientStats;
+use softpreempt_sched::{inspect, list_segments};
 use std::ffi::{c_void, CString};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};

@@ -1,0 +1,124 @@
+//! Rule 10 at the default configuration, through the real loader on PoCL, with two real
+//! processes: a low-priority process runs long launches back to back (each far over the
+//! 0.5 ms that makes a launch worth a yielding launch), then a high-priority process
+//! arrives and launches short kernels. The low process's launches must stop on the high
+//! one's request and resume from their tickets with exact results, and the high process's
+//! handshake must have waited for the low one to leave the device. No timing is asserted:
+//! only that yields and handshakes happened, within a generous bound.
+
+mod common;
+mod managed_common;
+
+use common::{ok, Env};
+use managed_common as mc;
+use opencl_sys::*;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Set in the high-priority child: the file whose existence tells it to stop.
+const HP_ENV: &str = "SOFTPREEMPT_TEST_ARRIVAL_HP";
+/// The low-priority launch: 16384 items of 1000 mixing rounds (tens of ms on PoCL).
+const N: usize = 16384;
+const ITERS: u32 = 1000;
+
+#[test]
+fn a_high_priority_arrival_makes_long_low_launches_yield() {
+    if let Some(stop) = std::env::var_os(HP_ENV) {
+        return high_priority_child(PathBuf::from(stop));
+    }
+    // Defaults, only the arbiter directory is private.
+    let dir = mc::init("");
+    let env = Env::sp();
+    let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
+    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    let out = env.buffer(N * 4);
+    let stop = dir.join("hp-stop");
+    let mut hp: Option<std::process::Child> = None;
+    let seed = 0x5eed_u32;
+    let want = mc::fill_expected(N, seed, ITERS);
+    let zero = vec![0u32; N];
+    let mut launches = 0u32;
+    let (mut yields, mut hs_waits) = (0u64, 0u64);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while yields < 2 || hs_waits == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "after {launches} launches: {yields} yields, {hs_waits} handshake waits\n{}",
+            mc::describe(dir)
+        );
+        // Cleared first, so a launch that skipped groups cannot pass on the last one's.
+        env.write(out, &zero);
+        mc::arg(k, 0, out);
+        mc::arg(k, 1, seed);
+        mc::arg(k, 2, ITERS);
+        ok(mc::enqueue(low, k, None, &[N], Some(&[64]), &[], None));
+        mc::finish(low);
+        let got: Vec<u32> = env.read(out, N);
+        assert!(
+            got == want,
+            "launch {launches}: {}",
+            mc::first_difference(&got, &want)
+        );
+        launches += 1;
+        // The first launches teach the prediction and build the persistent entries with
+        // nobody else on the device; then the high priority arrives.
+        if launches == 3 {
+            hp = Some(
+                std::process::Command::new(std::env::current_exe().unwrap())
+                    .args([
+                        "--exact",
+                        "a_high_priority_arrival_makes_long_low_launches_yield",
+                        "--nocapture",
+                    ])
+                    .env(HP_ENV, &stop)
+                    .spawn()
+                    .unwrap(),
+            );
+        }
+        // Read while both run: a client's statistics go with its queue.
+        let sum = |level: &str, f: fn(&mc::ClientStats) -> u64| -> u64 {
+            mc::all_clients(dir)
+                .iter()
+                .filter(|c| c.priority.map(|p| p.to_string()).as_deref() == Some(level))
+                .map(f)
+                .sum()
+        };
+        yields = yields.max(sum("low", |c| c.yields_done));
+        hs_waits = hs_waits.max(sum("high", |c| c.hs_waits));
+    }
+    println!("{launches} launches, {yields} yields, {hs_waits} handshake waits");
+    std::fs::write(&stop, b"").unwrap();
+    let status = hp.expect("the high priority started").wait().unwrap();
+    assert!(status.success(), "the high-priority child failed");
+    // SAFETY: the test's own queue.
+    ok(unsafe { clReleaseCommandQueue(low) });
+}
+
+/// The high-priority process: short launches every few milliseconds, each checked, until
+/// the low-priority test creates `stop`.
+fn high_priority_child(stop: PathBuf) {
+    common::setup();
+    let env = Env::sp();
+    let high = mc::priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
+    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    let n = 256;
+    let out = env.buffer(n * 4);
+    let want = mc::fill_expected(n, 7, 4);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !stop.exists() && Instant::now() < deadline {
+        mc::arg(k, 0, out);
+        mc::arg(k, 1, 7u32);
+        mc::arg(k, 2, 4u32);
+        ok(mc::enqueue(high, k, None, &[n], None, &[], None));
+        mc::finish(high);
+        let got: Vec<u32> = env.read(out, n);
+        assert_eq!(got, want);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: the child's own queue.
+    ok(unsafe { clReleaseCommandQueue(high) });
+}
