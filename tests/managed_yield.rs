@@ -3,14 +3,16 @@
 //! ticket: the results must be exactly those of the whole launch, and the arbiter's
 //! counters must show that yields happened (so the test cannot pass by never yielding).
 //! Kernels that read the launch geometry through helpers, `__local` memory with barriers,
-//! and 2-D ranges with an offset are covered.
+//! and 2-D ranges with an offset are covered, built from source and loaded from a binary
+//! in another process (through the program store, as from pyopencl's or tinygrad's cache).
 
 mod common;
 mod managed_common;
 
-use common::{ok, Env};
+use common::{bare_platform, ok, Env};
 use managed_common as mc;
 use opencl_sys::*;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const SCHED: &str = "yielding = \"chaos\"\nhp_linger_us = 0";
@@ -79,16 +81,16 @@ fn yields(dir: &std::path::Path) -> u64 {
         .sum()
 }
 
-#[test]
-fn chaos_yields_and_resumes_give_exact_results() {
-    let dir = mc::init(SCHED);
-    let _g = mc::serial();
-    let env = Env::sp();
-    let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
-    // An idle high-priority queue: the low queue's launches go through its FIFO.
-    let high = mc::priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
-    let prog = mc::build(&env, SRC, "").unwrap_or_else(|e| panic!("{e}"));
-    let k = env.kernel(prog, "tiles");
+/// Launches `k` (`SRC`'s `tiles`) on the low queue until the process has yielded at least
+/// `min_yields` times over at least `min_launches` launches, checking every result.
+fn launch_until_yields(
+    dir: &Path,
+    env: &Env,
+    low: cl_command_queue,
+    k: cl_kernel,
+    min_yields: u64,
+    min_launches: usize,
+) {
     let out = env.buffer(W * H * 4);
     let offset = [16usize, 8];
     let want = expected(offset);
@@ -96,10 +98,11 @@ fn chaos_yields_and_resumes_give_exact_results() {
     // before, later ones yield. Each result is checked either way.
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut launches = 0;
-    while yields(dir) < 3 || launches < 4 {
+    while yields(dir) < min_yields || launches < min_launches {
         assert!(
             Instant::now() < deadline,
-            "no yields after {launches} launches\n{}",
+            "{} yields after {launches} launches\n{}",
+            yields(dir),
             mc::describe(dir)
         );
         let zero = vec![0u32; W * H];
@@ -142,8 +145,181 @@ fn chaos_yields_and_resumes_give_exact_results() {
         );
         launches += 1;
     }
-    for q in [high, low] {
+    mc::release_mems(&[out]);
+}
+
+/// A low-priority queue and an idle high-priority one (so the low queue's launches go
+/// through its FIFO), released by [`release_queues`].
+fn low_and_high(env: &Env) -> [cl_command_queue; 2] {
+    [
+        mc::priority_queue(env, CL_QUEUE_PRIORITY_LOW_KHR),
+        mc::priority_queue(env, CL_QUEUE_PRIORITY_HIGH_KHR),
+    ]
+}
+
+fn release_queues(qs: [cl_command_queue; 2]) {
+    for q in qs {
         // SAFETY: queues the test owns.
         ok(unsafe { clReleaseCommandQueue(q) });
     }
+}
+
+#[test]
+fn chaos_yields_and_resumes_give_exact_results() {
+    let dir = mc::init(SCHED);
+    let _g = mc::serial();
+    let env = Env::sp();
+    let qs = low_and_high(&env);
+    let prog = mc::build(&env, SRC, "").unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "tiles");
+    launch_until_yields(dir, &env, qs[0], k, 3, 4);
+    release_queues(qs);
+}
+
+/// Build options of the programs loaded from binaries below: programs of their own
+/// (PoCL's binary depends on them), so no other test's program or stored entries are
+/// theirs.
+const STORED_OPTIONS: &str = "-DSP_TEST_VARIANT=1";
+const UNKNOWN_OPTIONS: &str = "-DSP_TEST_VARIANT=2";
+
+/// The child processes below: the binary they load, and whether it must yield.
+const BINARY: &str = "SP_TEST_YIELD_BINARY";
+const MUST_YIELD: &str = "SP_TEST_MUST_YIELD";
+
+/// The log lines of `core::yield_program` that tell where a program's entries came from.
+const LOADED: &str = "persistent entries loaded from the program store";
+const COMPILED: &str = "persistent entries compiled";
+const NO_SOURCE: &str = "no persistent entries: the program's source is not known";
+
+/// Runs `binary_child` (a process of this test binary) on the binary in `bin`, with `core::yield_program`'s debug log;
+/// returns that log (its standard error).
+fn run_binary_child(bin: &Path, must_yield: bool) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "binary_child", "--nocapture", "--test-threads=1"])
+        .env(BINARY, bin)
+        .env(MUST_YIELD, if must_yield { "1" } else { "0" })
+        .env(
+            "SOFTPREEMPT_LOG",
+            "softpreempt_platform::core::yield_program=debug",
+        )
+        .output()
+        .unwrap();
+    let (text, log) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(
+        out.status.success() && text.contains("binary child ok"),
+        "{text}\n{log}"
+    );
+    log
+}
+
+/// The process of the tests below: loads the binary at low priority under chaos, checks
+/// every result, and that it yielded (or never did, for a binary the store does not know).
+#[test]
+fn binary_child() {
+    let Some(bin) = std::env::var_os(BINARY).map(PathBuf::from) else {
+        return;
+    };
+    let must_yield = std::env::var(MUST_YIELD).as_deref() == Ok("1");
+    let dir = mc::init(SCHED);
+    let env = Env::sp();
+    let qs = low_and_high(&env);
+    let prog = mc::program_from_binary(&env, &std::fs::read(bin).unwrap(), "");
+    let k = env.kernel(prog, "tiles");
+    if must_yield {
+        launch_until_yields(dir, &env, qs[0], k, 3, 4);
+    } else {
+        launch_until_yields(dir, &env, qs[0], k, 0, 4);
+        assert_eq!(yields(dir), 0, "{}", mc::describe(dir));
+    }
+    release_queues(qs);
+    println!("binary child ok");
+}
+
+/// This process tree's program store (see `common::private_cache`).
+fn store_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("XDG_CACHE_HOME").unwrap())
+        .join("softpreempt")
+        .join("programs")
+}
+
+/// The store's files whose name ends in `.ext`.
+fn store_files(ext: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(store_dir())
+        .map(|rd| rd.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect()
+}
+
+/// A program built from source here, its binary fetched (so the store records it), then
+/// loaded from that binary by other processes: the first compiles its persistent entries
+/// and keeps their binary in the store, the second loads them from there; with that
+/// binary corrupt, the third compiles them again. All yield, with exact results.
+#[test]
+fn a_binary_loaded_in_another_process_yields() {
+    mc::init(SCHED);
+    // Held throughout: this process's other tests write the same store.
+    let _g = mc::serial();
+    let env = Env::sp();
+    let prog = mc::build(&env, SRC, STORED_OPTIONS).unwrap_or_else(|e| panic!("{e}"));
+    let before = store_files("json");
+    let bin = mc::private_dir("yield-binary").join("tiles.bin");
+    std::fs::write(&bin, mc::binary_of(prog)).unwrap();
+    // SAFETY: our program.
+    unsafe { clReleaseProgram(prog) };
+    // The store's entry for it keeps the source, and says the kernel yields.
+    let fresh: Vec<PathBuf> = store_files("json")
+        .into_iter()
+        .filter(|e| !before.contains(e))
+        .collect();
+    assert_eq!(fresh.len(), 1, "one store entry for the binary");
+    let text = std::fs::read_to_string(&fresh[0]).unwrap();
+    let entry: serde_json::Value = serde_json::from_str(text.split_once('\n').unwrap().1).unwrap();
+    assert_eq!(entry["kernels"][0]["yields"], "Yes", "{entry}");
+    assert_eq!(entry["source"]["options"], STORED_OPTIONS, "{entry}");
+
+    let built_before = store_files("built");
+    let log = run_binary_child(&bin, true);
+    assert!(log.contains(COMPILED) && !log.contains(LOADED), "{log}");
+    let built: Vec<PathBuf> = store_files("built")
+        .into_iter()
+        .filter(|e| !built_before.contains(e))
+        .collect();
+    assert_eq!(built.len(), 1, "the entries' binary is stored");
+
+    let log = run_binary_child(&bin, true);
+    assert!(log.contains(LOADED) && !log.contains(COMPILED), "{log}");
+
+    let mut bytes = std::fs::read(&built[0]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x5a;
+    std::fs::write(&built[0], &bytes).unwrap();
+    let log = run_binary_child(&bin, true);
+    assert!(log.contains(COMPILED) && !log.contains(LOADED), "{log}");
+    assert_ne!(
+        std::fs::read(&built[0]).unwrap(),
+        bytes,
+        "compiled again, the entries' binary is stored whole again"
+    );
+}
+
+/// A binary the store does not know (built on the bare platform) gets no persistent
+/// entries: it runs exactly, and never yields.
+#[test]
+fn an_unknown_binary_does_not_yield() {
+    mc::init(SCHED);
+    let _g = mc::serial();
+    let bare = Env::new(bare_platform());
+    let prog = mc::build(&bare, SRC, UNKNOWN_OPTIONS).unwrap_or_else(|e| panic!("{e}"));
+    let bin = mc::private_dir("unknown-binary").join("tiles.bin");
+    std::fs::write(&bin, mc::binary_of(prog)).unwrap();
+    // SAFETY: our program.
+    unsafe { clReleaseProgram(prog) };
+    let log = run_binary_child(&bin, false);
+    assert!(log.contains(NO_SOURCE), "{log}");
+    assert!(!log.contains(COMPILED) && !log.contains(LOADED), "{log}");
 }

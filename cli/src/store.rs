@@ -2,7 +2,7 @@
 //! from programs' sources, keyed by their binaries; see `softpreempt_platform::store`).
 
 use softpreempt_platform::core::objects::Sliceable;
-use softpreempt_platform::store::{default_dir, Listed, Store};
+use softpreempt_platform::store::{default_dir, Listed, Store, Yields};
 
 use crate::args::{failed, parse, CliError, Spec};
 
@@ -56,13 +56,15 @@ fn list(args: &[String]) -> Result<(), CliError> {
         .list()
         .or_else(|e| failed(format!("store: {}: {e}", s.entries_dir().display())))?;
     let (blobs, blob_bytes) = s.blobs().unwrap_or((0, 0));
-    let total: u64 = entries.iter().map(|e| e.bytes).sum::<u64>() + blob_bytes;
+    let (built, built_bytes) = s.built().unwrap_or((0, 0));
+    let total: u64 = entries.iter().map(|e| e.bytes).sum::<u64>() + blob_bytes + built_bytes;
     println!(
-        "{}: {} entr{}, {blobs} rewritten binar{}, {} KiB",
+        "{}: {} entr{}, {blobs} rewritten binar{}, {built} built yielding program{}, {} KiB",
         s.entries_dir().display(),
         entries.len(),
         if entries.len() == 1 { "y" } else { "ies" },
         if blobs == 1 { "y" } else { "ies" },
+        if built == 1 { "" } else { "s" },
         total.div_ceil(1024)
     );
     for e in &entries {
@@ -95,7 +97,21 @@ fn describe(e: &Listed, verbose: bool) -> String {
             (Sliceable::Yes { .. }, None) => "sliced".to_string(),
             (Sliceable::No(why), _) => format!("never sliced: {why}"),
         };
-        s += &format!("    kernel {}: {how}\n", k.name);
+        let yields = match &k.yields {
+            Yields::Yes => "yields".to_string(),
+            Yields::No(why) => format!("does not yield: {why}"),
+            Yields::Unknown => "yielding not recorded (an entry of an older build)".to_string(),
+        };
+        s += &format!("    kernel {}: {how}; {yields}\n", k.name);
+    }
+    if let (true, Some(u)) = (verbose, &entry.source) {
+        s += &format!(
+            "    source for yielding (options {:?}):\n",
+            u.options.as_deref().unwrap_or("NULL")
+        );
+        for line in u.source.lines() {
+            s += &format!("      | {line}\n");
+        }
     }
     if let (true, Some(r)) = (verbose, &entry.recipe) {
         for (i, u) in r.units.iter().enumerate() {

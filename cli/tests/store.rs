@@ -7,7 +7,7 @@ use std::ffi::OsStr;
 
 use common::*;
 use softpreempt_platform::core::objects::Sliceable;
-use softpreempt_platform::store::{Entry, KernelFacts, Key, Recipe, Store, Unit};
+use softpreempt_platform::store::{Entry, KernelFacts, Key, Recipe, Store, Unit, Yields};
 
 fn entry(rewritten: bool) -> Entry {
     Entry {
@@ -16,6 +16,7 @@ fn entry(rewritten: bool) -> Entry {
                 name: "vadd".into(),
                 hidden: None,
                 sliceable: Sliceable::Yes { null_local: true },
+                yields: Yields::Yes,
             },
             KernelFacts {
                 name: "groups".into(),
@@ -24,6 +25,11 @@ fn entry(rewritten: bool) -> Entry {
                     Sliceable::Yes { null_local: false }
                 } else {
                     Sliceable::No("kernel reads {get_group_id}".into())
+                },
+                yields: if rewritten {
+                    Yields::No("a return may be followed by a barrier".into())
+                } else {
+                    Yields::Unknown
                 },
             },
         ],
@@ -37,6 +43,11 @@ fn entry(rewritten: bool) -> Entry {
             link_options: None,
         }),
         rewritten_binary: None,
+        source: Some(Unit {
+            source: "kernel void vadd(global uint* o) { o[get_global_id(0)] += 1; }".into(),
+            headers: Vec::new(),
+            options: None,
+        }),
     }
 }
 
@@ -57,6 +68,9 @@ fn lists_and_clears_the_store() {
     let store = Store::at(cache.path().join("softpreempt"), 64 << 20);
     let mut rewritten = entry(true);
     rewritten.rewritten_binary = Some(store.put_blob(b"a rewritten binary").unwrap());
+    store
+        .put_built(&key(9), b"built persistent entries")
+        .unwrap();
     store.put(&key(1), &rewritten).unwrap();
     store.put(&key(2), &entry(false)).unwrap();
     // One entry that is not whole: listed as unreadable, never a crash.
@@ -69,7 +83,10 @@ fn lists_and_clears_the_store() {
     let o = run(["store", "list"], &env);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    assert!(out.contains("3 entries, 1 rewritten binary"), "{out}");
+    assert!(
+        out.contains("3 entries, 1 rewritten binary, 1 built yielding program"),
+        "{out}"
+    );
     assert!(out.contains("rewritten binary sha256:"), "{out}");
     assert!(
         out.contains(&format!("binary sha256:{}", key(1).binary)),
@@ -80,7 +97,15 @@ fn lists_and_clears_the_store() {
         out.contains("kernel groups: never sliced: kernel reads"),
         "{out}"
     );
-    assert!(out.contains("kernel vadd: sliced"), "{out}");
+    assert!(out.contains("kernel vadd: sliced; yields"), "{out}");
+    assert!(
+        out.contains("kernel groups: sliced (rewritten); does not yield: a return may"),
+        "{out}"
+    );
+    assert!(
+        out.contains("never sliced: kernel reads {get_group_id}; yielding not recorded"),
+        "{out}"
+    );
     assert!(out.contains("unreadable"), "{out}");
     assert!(
         !out.contains("ulong16 __sp_geom"),
@@ -90,6 +115,11 @@ fn lists_and_clears_the_store() {
     let o = run(["store", "list", "--verbose"], &env);
     assert!(
         stdout(&o).contains("| kernel void groups"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("source for yielding (options \"NULL\"):\n      | kernel void vadd"),
         "{}",
         stdout(&o)
     );

@@ -8,9 +8,14 @@
 //! found again by the SHA-256 of the binary together with the device and driver that
 //! built it ([`Key`]).
 //!
+//! An entry also keeps the application's own source when some kernel can run as a
+//! yielding launch, and the store keeps built persistent entries' vendor binaries
+//! ([`Store::put_built`], see `core::yield_program`) so they need not be compiled again.
+//!
 //! On disk: one file per entry under `<dir>/programs/`, named by the hash of its key. A
 //! file is a header line (magic, format version, the key, the payload's SHA-256) and the
-//! JSON payload. The directory is created with mode 0700; entries are written to a
+//! JSON payload; built persistent entries are files of the same shape (`.built`) whose
+//! payload is the binary. Rewritten binaries (`.bin`) are named by their own SHA-256. The directory is created with mode 0700; entries are written to a
 //! temporary file and renamed into place, so a reader sees a whole entry or none and
 //! concurrent writers of one key just replace each other's (identical) entry. The store
 //! is a cache: an entry that is missing, truncated, corrupt, from another format version
@@ -31,15 +36,22 @@ use crate::core::objects::Sliceable;
 
 /// First line of every entry names the format, so a file of anything else is a miss.
 const MAGIC: &str = "softpreempt-program-store";
-/// Bumped whenever [`Entry`] changes shape; entries of another version are misses.
+/// Bumped whenever [`Entry`] changes shape in a way old entries cannot be read as;
+/// entries of another version are misses. Fields added since are `#[serde(default)]`
+/// instead (the yielding facts and the application's source): an entry of an older build
+/// still tells how to slice its kernels, where a bump would throw that away too, and
+/// nothing it lacks can be rebuilt without the application building from source again.
 pub const FORMAT_VERSION: u32 = 1;
 /// Entries larger than this are not read (a program's sources are far smaller).
 const MAX_ENTRY_BYTES: u64 = 16 << 20;
-/// Nor are rewritten binaries larger than this.
+/// Nor are rewritten binaries (or built persistent entries) larger than this.
 const MAX_BLOB_BYTES: u64 = 256 << 20;
-/// File name extensions: entries, and rewritten binaries.
+/// File name extensions: entries, rewritten binaries, and built persistent entries.
 const ENTRY: &str = "json";
 const BLOB: &str = "bin";
+const BUILT: &str = "built";
+/// Every kind of file the store holds (evicted, counted and cleared together).
+const ALL: &[&str] = &[ENTRY, BLOB, BUILT];
 /// Temporary files of writers that died are removed once they are this old.
 const STALE_TEMP_SECS: u64 = 3600;
 
@@ -53,11 +65,11 @@ pub struct Key {
 }
 
 impl Key {
-    /// The entry's file name: a hash of the whole key.
-    fn file_name(&self) -> String {
+    /// The name of its file of kind `ext`: a hash of the whole key.
+    fn file_name(&self, ext: &str) -> String {
         let text = format!("{}\n{}", self.binary, self.device);
         format!(
-            "{}.{ENTRY}",
+            "{}.{ext}",
             crate::core::sliceable::sha256_hex(text.as_bytes())
         )
     }
@@ -73,6 +85,20 @@ pub struct KernelFacts {
     pub hidden: Option<u32>,
     /// Whether its launches may be sliced (from the rewritten program, for `hidden`).
     pub sliceable: Sliceable,
+    /// Whether its launches may run as yielding launches (`Unknown` in entries of builds
+    /// from before yielding launches, and for kernels of a rewritten executable before
+    /// its binary is recorded).
+    #[serde(default)]
+    pub yields: Yields,
+}
+
+/// Whether a kernel has a persistent entry (`core::yield_program`), or why not.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Yields {
+    #[default]
+    Unknown,
+    Yes,
+    No(String),
 }
 
 /// One compilation unit of the rewritten program.
@@ -109,6 +135,10 @@ pub struct Entry {
     /// recipe (which stays the fallback).
     #[serde(default)]
     pub rewritten_binary: Option<String>,
+    /// The application's own source and build options, when some kernel [`Yields`]: a
+    /// later process that loads the binary builds the persistent entries from it.
+    #[serde(default)]
+    pub source: Option<Unit>,
 }
 
 impl Entry {
@@ -119,7 +149,7 @@ impl Entry {
     /// Whether two entries say the same of the program (their devices' rewritten
     /// binaries may differ).
     pub fn same_program(&self, other: &Entry) -> bool {
-        self.kernels == other.kernels && self.recipe == other.recipe
+        self.kernels == other.kernels && self.recipe == other.recipe && self.source == other.source
     }
 }
 
@@ -185,25 +215,9 @@ impl Store {
 
     /// The entry for `key`, if there is a valid one of ours.
     pub fn get(&self, key: &Key) -> Option<Entry> {
-        let path = self.entries_dir().join(key.file_name());
-        match read_entry(&path) {
-            Ok(Some((k, e))) if &k == key => {
-                // Least recently used goes first: a hit is a use.
-                if let Ok(f) = fs::File::open(&path) {
-                    let _ = f.set_modified(SystemTime::now());
-                }
-                Some(e)
-            }
-            Ok(Some(_)) => {
-                miss(&path, "it is for another binary or device");
-                None
-            }
-            Ok(None) => None,
-            Err(why) => {
-                miss(&path, &why);
-                None
-            }
-        }
+        let path = self.entries_dir().join(key.file_name(ENTRY));
+        let read = read_entry(&path);
+        hit(&path, key, read, "it is for another binary or device")
     }
 
     /// A rewritten binary stored by [`Store::put_blob`], if it is whole and ours.
@@ -214,9 +228,7 @@ impl Store {
         let path = self.entries_dir().join(format!("{sha256}.{BLOB}"));
         match read_owned(&path, MAX_BLOB_BYTES) {
             Ok(Some(bytes)) if crate::core::sliceable::sha256_hex(&bytes) == sha256 => {
-                if let Ok(f) = fs::File::open(&path) {
-                    let _ = f.set_modified(SystemTime::now());
-                }
+                touch(&path);
                 Some(bytes)
             }
             Ok(Some(_)) => {
@@ -234,9 +246,7 @@ impl Store {
     /// Stores a binary by its SHA-256 (returned), for [`Entry::rewritten_binary`].
     pub fn put_blob(&self, bytes: &[u8]) -> io::Result<String> {
         let sha = crate::core::sliceable::sha256_hex(bytes);
-        if bytes.len() as u64 > self.max_bytes / 4 || bytes.len() as u64 > MAX_BLOB_BYTES {
-            return Err(io::Error::other("too large for the store"));
-        }
+        self.fits(bytes)?;
         if self.get_blob(&sha).is_some() {
             return Ok(sha);
         }
@@ -247,16 +257,54 @@ impl Store {
         Ok(sha)
     }
 
+    /// A vendor binary of built persistent entries stored by [`Store::put_built`] for
+    /// `key` (the SHA-256 of their source and options, and the device), if it is whole and
+    /// ours.
+    pub fn get_built(&self, key: &Key) -> Option<Vec<u8>> {
+        let path = self.entries_dir().join(key.file_name(BUILT));
+        let read = read_owned(&path, MAX_BLOB_BYTES).and_then(|b| {
+            b.map(|b| decode(&b).map(|(k, p)| (k, p.to_vec())))
+                .transpose()
+        });
+        hit(
+            &path,
+            key,
+            read,
+            "it is for other entries or another device",
+        )
+    }
+
+    /// Stores the vendor binary of built persistent entries for `key` (replacing any),
+    /// then evicts past the size bound.
+    pub fn put_built(&self, key: &Key, bytes: &[u8]) -> io::Result<()> {
+        self.fits(bytes)?;
+        self.write(&key.file_name(BUILT), &encode(key, bytes)?)
+    }
+
+    /// A binary is kept only if it takes at most a quarter of the store.
+    fn fits(&self, bytes: &[u8]) -> io::Result<()> {
+        let n = bytes.len() as u64;
+        if n > self.max_bytes / 4 || n > MAX_BLOB_BYTES {
+            return Err(io::Error::other("too large for the store"));
+        }
+        Ok(())
+    }
+
     /// Stores `entry` for `key` (replacing any), then evicts past the size bound.
     pub fn put(&self, key: &Key, entry: &Entry) -> io::Result<()> {
-        let bytes = encode(key, entry)?;
+        let bytes = encode(key, &serde_json::to_vec(entry)?)?;
         if bytes.len() as u64 > self.max_bytes {
             return Ok(());
         }
+        self.write(&key.file_name(ENTRY), &bytes)
+    }
+
+    /// Writes one file of the store, then evicts past the size bound.
+    fn write(&self, name: &str, bytes: &[u8]) -> io::Result<()> {
         let dir = self.entries_dir();
         private_dir(&self.dir)?;
         private_dir(&dir)?;
-        write_atomically(&dir, &key.file_name(), &bytes)?;
+        write_atomically(&dir, name, bytes)?;
         self.evict();
         Ok(())
     }
@@ -285,14 +333,23 @@ impl Store {
 
     /// The stored rewritten binaries: how many, and their bytes.
     pub fn blobs(&self) -> io::Result<(usize, u64)> {
-        let files = entry_files(&self.entries_dir(), &[BLOB])?;
+        self.count(BLOB)
+    }
+
+    /// The stored binaries of built persistent entries: how many, and their bytes.
+    pub fn built(&self) -> io::Result<(usize, u64)> {
+        self.count(BUILT)
+    }
+
+    fn count(&self, ext: &str) -> io::Result<(usize, u64)> {
+        let files = entry_files(&self.entries_dir(), &[ext])?;
         Ok((files.len(), files.iter().map(|f| f.1).sum()))
     }
 
-    /// Removes every entry (and rewritten binary) of ours; returns how many entries.
+    /// Removes every entry (and stored binary) of ours; returns how many entries.
     pub fn clear(&self) -> io::Result<usize> {
         let mut n = 0;
-        for (path, _, _) in entry_files(&self.entries_dir(), &[ENTRY, BLOB])? {
+        for (path, _, _) in entry_files(&self.entries_dir(), ALL)? {
             let entry = path.extension().is_some_and(|e| e == ENTRY);
             if owned(&path) && fs::remove_file(&path).is_ok() && entry {
                 n += 1;
@@ -304,7 +361,7 @@ impl Store {
     /// Removes the least recently used entries until the store fits its bound, and
     /// temporary files that dead writers left behind.
     fn evict(&self) {
-        let Ok(mut files) = entry_files(&self.entries_dir(), &[ENTRY, BLOB]) else {
+        let Ok(mut files) = entry_files(&self.entries_dir(), ALL) else {
             return;
         };
         files.sort_by_key(|f| f.2);
@@ -319,6 +376,38 @@ impl Store {
             }
         }
         remove_stale_temps(&self.entries_dir());
+    }
+}
+
+/// The payload `read` from the file at `path` if it is there, whole, ours and for `key`
+/// (a hit is a use); otherwise a miss, logged once (`other`: it is for another key).
+fn hit<T>(
+    path: &Path,
+    key: &Key,
+    read: Result<Option<(Key, T)>, String>,
+    other: &str,
+) -> Option<T> {
+    match read {
+        Ok(Some((k, v))) if &k == key => {
+            touch(path);
+            Some(v)
+        }
+        Ok(Some(_)) => {
+            miss(path, other);
+            None
+        }
+        Ok(None) => None,
+        Err(why) => {
+            miss(path, &why);
+            None
+        }
+    }
+}
+
+/// Marks a file used now: least recently used goes first.
+fn touch(path: &Path) {
+    if let Ok(f) = fs::File::open(path) {
+        let _ = f.set_modified(SystemTime::now());
     }
 }
 
@@ -430,27 +519,30 @@ fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
-fn encode(key: &Key, entry: &Entry) -> io::Result<Vec<u8>> {
-    let payload = serde_json::to_vec(entry)?;
+/// A file of the store: the header line, then `payload` (an entry's JSON, or a binary).
+fn encode(key: &Key, payload: &[u8]) -> io::Result<Vec<u8>> {
     let header = Header {
         magic: MAGIC.into(),
         version: FORMAT_VERSION,
         key: key.clone(),
-        payload_sha256: crate::core::sliceable::sha256_hex(&payload),
+        payload_sha256: crate::core::sliceable::sha256_hex(payload),
     };
     let mut out = serde_json::to_vec(&header)?;
     out.push(b'\n');
-    out.extend_from_slice(&payload);
+    out.extend_from_slice(payload);
     Ok(out)
 }
 
 /// Reads one entry: `Ok(None)` if there is no file, `Err(why)` if there is one that
 /// cannot be used.
 fn read_entry(path: &Path) -> Result<Option<(Key, Entry)>, String> {
-    match read_owned(path, MAX_ENTRY_BYTES)? {
-        Some(bytes) => decode(&bytes).map(Some),
-        None => Ok(None),
-    }
+    let Some(bytes) = read_owned(path, MAX_ENTRY_BYTES)? else {
+        return Ok(None);
+    };
+    let (key, payload) = decode(&bytes)?;
+    let entry: Entry =
+        serde_json::from_slice(payload).map_err(|e| format!("corrupt payload ({e})"))?;
+    Ok(Some((key, entry)))
 }
 
 /// The bytes of a regular file of this user, at most `limit` of them: `Ok(None)` if there
@@ -482,7 +574,8 @@ fn read_owned(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, String> {
     Ok(Some(bytes))
 }
 
-fn decode(bytes: &[u8]) -> Result<(Key, Entry), String> {
+/// The key and payload of a file of the store, checked against its header.
+fn decode(bytes: &[u8]) -> Result<(Key, &[u8]), String> {
     let nl = bytes
         .iter()
         .position(|&b| b == b'\n')
@@ -502,9 +595,7 @@ fn decode(bytes: &[u8]) -> Result<(Key, Entry), String> {
     if crate::core::sliceable::sha256_hex(payload) != header.payload_sha256 {
         return Err("truncated or corrupt (checksum mismatch)".into());
     }
-    let entry: Entry =
-        serde_json::from_slice(payload).map_err(|e| format!("corrupt payload ({e})"))?;
-    Ok((header.key, entry))
+    Ok((header.key, payload))
 }
 
 #[cfg(test)]
@@ -525,11 +616,13 @@ mod tests {
                     name: name.into(),
                     hidden: Some(2),
                     sliceable: Sliceable::Yes { null_local: true },
+                    yields: Yields::Yes,
                 },
                 KernelFacts {
                     name: "other".into(),
                     hidden: None,
                     sliceable: Sliceable::No("reads {get_group_id}".into()),
+                    yields: Yields::No("a return before a barrier".into()),
                 },
             ],
             recipe: Some(Recipe {
@@ -542,6 +635,11 @@ mod tests {
                 link_options: None,
             }),
             rewritten_binary: None,
+            source: Some(Unit {
+                source: "kernel void k() { }".into(),
+                headers: Vec::new(),
+                options: None,
+            }),
         }
     }
 
@@ -561,7 +659,7 @@ mod tests {
             let mode = fs::metadata(&d).unwrap().mode() & 0o777;
             assert_eq!(mode, 0o700, "{}", d.display());
         }
-        let f = s.entries_dir().join(key(1).file_name());
+        let f = s.entries_dir().join(key(1).file_name(ENTRY));
         assert_eq!(fs::metadata(f).unwrap().mode() & 0o777, 0o600);
         // Another device: another entry.
         let mut other = key(1);
@@ -576,7 +674,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let s = store(t.path(), 1 << 20);
         s.put(&key(1), &entry("k")).unwrap();
-        let f = s.entries_dir().join(key(1).file_name());
+        let f = s.entries_dir().join(key(1).file_name(ENTRY));
         let whole = fs::read(&f).unwrap();
         for cut in [0, 1, whole.len() / 3, whole.len() - 1] {
             fs::write(&f, &whole[..cut]).unwrap();
@@ -626,12 +724,81 @@ mod tests {
     }
 
     #[test]
+    fn built_entries_round_trip_are_checked_and_evicted() {
+        let t = tempfile::tempdir().unwrap();
+        let s = store(t.path(), 1 << 20);
+        let bin = b"poclbin\0 persistent entries".to_vec();
+        assert_eq!(s.get_built(&key(1)), None);
+        s.put_built(&key(1), &bin).unwrap();
+        assert_eq!(s.get_built(&key(1)), Some(bin.clone()));
+        // Another device (or other entries' source): another file.
+        assert_eq!(s.get_built(&key(2)), None);
+        assert_eq!(s.built().unwrap().0, 1);
+        assert_eq!(s.blobs().unwrap().0, 0);
+        // Not listed as a program entry.
+        assert_eq!(s.list().unwrap().len(), 0);
+        // A flipped byte, or a cut: a miss.
+        let f = s.entries_dir().join(key(1).file_name(BUILT));
+        let whole = fs::read(&f).unwrap();
+        let mut bad = whole.clone();
+        let last = bad.len() - 3;
+        bad[last] ^= 0x20;
+        fs::write(&f, &bad).unwrap();
+        assert_eq!(s.get_built(&key(1)), None);
+        fs::write(&f, &whole[..whole.len() - 1]).unwrap();
+        assert_eq!(s.get_built(&key(1)), None);
+        // Stored again, whole: a hit; renamed to another key's file: a miss.
+        s.put_built(&key(1), &bin).unwrap();
+        assert_eq!(s.get_built(&key(1)), Some(bin.clone()));
+        fs::rename(&f, s.entries_dir().join(key(2).file_name(BUILT))).unwrap();
+        assert_eq!(s.get_built(&key(2)), None);
+        // Too large for the store's bound: refused.
+        let small = store(&t.path().join("small"), 64);
+        assert!(small.put_built(&key(1), &[0u8; 32]).is_err());
+        // Evicted as the least recently used, and cleared with the entries.
+        let one = encode(&key(0), &bin).unwrap().len() as u64;
+        let s = store(&t.path().join("lru"), one * 4 + one / 2);
+        s.put_built(&key(1), &bin).unwrap();
+        let old = SystemTime::now() - std::time::Duration::from_secs(100);
+        let f = s.entries_dir().join(key(1).file_name(BUILT));
+        fs::File::open(&f).unwrap().set_modified(old).unwrap();
+        for i in 2..6u8 {
+            s.put_built(&key(i), &bin).unwrap();
+        }
+        assert_eq!(s.get_built(&key(1)), None, "the least recently used goes");
+        assert_eq!(s.get_built(&key(5)), Some(bin.clone()));
+        s.clear().unwrap();
+        assert_eq!(s.built().unwrap(), (0, 0));
+    }
+
+    #[test]
+    fn entries_of_an_older_build_still_read() {
+        // Written before `yields` and `source` existed: read, with those unknown.
+        let t = tempfile::tempdir().unwrap();
+        let s = store(t.path(), 1 << 20);
+        let old = r#"{"kernels":[{"name":"k","hidden":null,"sliceable":{"Yes":{"null_local":true}}}],"recipe":null}"#;
+        let dir = s.entries_dir();
+        private_dir(&s.dir).unwrap();
+        private_dir(&dir).unwrap();
+        let bytes = encode(&key(1), old.as_bytes()).unwrap();
+        write_atomically(&dir, &key(1).file_name(ENTRY), &bytes).unwrap();
+        let e = s.get(&key(1)).expect("an older entry reads");
+        assert_eq!(e.kernels[0].yields, Yields::Unknown);
+        assert_eq!(e.source, None);
+        assert_eq!(e.kernels[0].sliceable, Sliceable::Yes { null_local: true });
+    }
+
+    #[test]
     fn entry_under_another_key_file_is_a_miss() {
         let t = tempfile::tempdir().unwrap();
         let s = store(t.path(), 1 << 20);
         s.put(&key(1), &entry("k")).unwrap();
         let dir = s.entries_dir();
-        fs::rename(dir.join(key(1).file_name()), dir.join(key(2).file_name())).unwrap();
+        fs::rename(
+            dir.join(key(1).file_name(ENTRY)),
+            dir.join(key(2).file_name(ENTRY)),
+        )
+        .unwrap();
         assert_eq!(s.get(&key(2)), None);
     }
 
@@ -641,7 +808,7 @@ mod tests {
         let s = store(t.path(), 1 << 20);
         s.put(&key(1), &entry("k")).unwrap();
         let dir = s.entries_dir();
-        let real = dir.join(key(1).file_name());
+        let real = dir.join(key(1).file_name(ENTRY));
         let moved = t.path().join("elsewhere.json");
         fs::rename(&real, &moved).unwrap();
         std::os::unix::fs::symlink(&moved, &real).unwrap();
@@ -651,12 +818,14 @@ mod tests {
     #[test]
     fn full_store_evicts_least_recently_used() {
         let t = tempfile::tempdir().unwrap();
-        let one = encode(&key(0), &entry("k")).unwrap().len() as u64;
+        let one = encode(&key(0), &serde_json::to_vec(&entry("k")).unwrap())
+            .unwrap()
+            .len() as u64;
         let s = store(t.path(), one * 3 + one / 2);
         let old = SystemTime::now() - std::time::Duration::from_secs(100);
         for i in 0..3u8 {
             s.put(&key(i), &entry("k")).unwrap();
-            let f = fs::File::open(s.entries_dir().join(key(i).file_name())).unwrap();
+            let f = fs::File::open(s.entries_dir().join(key(i).file_name(ENTRY))).unwrap();
             f.set_modified(old + std::time::Duration::from_secs(i as u64))
                 .unwrap();
         }
@@ -696,7 +865,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let s = store(t.path(), 1 << 20);
         s.put(&key(1), &entry("k")).unwrap();
-        let f = s.entries_dir().join(key(1).file_name());
+        let f = s.entries_dir().join(key(1).file_name(ENTRY));
         fs::set_permissions(&f, fs::Permissions::from_mode(0o400)).unwrap();
         assert_eq!(s.get(&key(1)), Some(entry("k")));
         // Replacing renames over it: the directory's mode decides, not the file's.
@@ -713,7 +882,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let s = store(t.path(), 1 << 20);
         s.put(&key(1), &entry("k")).unwrap();
-        let f = s.entries_dir().join(key(1).file_name());
+        let f = s.entries_dir().join(key(1).file_name(ENTRY));
         std::os::unix::fs::chown(&f, Some(4242), Some(4242)).unwrap();
         assert_eq!(s.get(&key(1)), None);
         // Not ours to clear either.

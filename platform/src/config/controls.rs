@@ -411,10 +411,12 @@ controls! {
     }
 
     /// The program store: what SoftPreempt learned from the source of a program
-    /// (which kernels may be sliced, and the rewritten source of those that read
-    /// the launch geometry), kept per user and keyed by the vendor's binary of the
-    /// application's program, so that a later process loading that binary from an
-    /// application's cache (pyopencl, OpenCV, ...) is scheduled as a source build.
+    /// (which kernels may be sliced or yield, the rewritten source of those that
+    /// read the launch geometry, and the source of those that yield), kept per
+    /// user and keyed by the vendor's binary of the application's program, so
+    /// that a later process loading that binary from an application's cache
+    /// (pyopencl, OpenCV, tinygrad, ...) is scheduled as a source build. It also
+    /// keeps the built yielding programs, so they are not compiled again.
     [store] StoreConfig {
         /// Directory of the program store. Unset: `$XDG_CACHE_HOME/softpreempt`,
         /// else `~/.cache/softpreempt`. Created with mode 0700; entries owned by
@@ -425,7 +427,7 @@ controls! {
         /// Largest size of the store, in MiB; past it the least recently used
         /// entries are evicted. `0` turns the store off (binaries of rewritten
         /// programs are then still the bare driver's, but a later process does
-        /// not slice their kernels).
+        /// not slice their kernels nor run them as yielding launches).
         max_mb: u64 = 256, expect "an integer between 0 and 65536",
             valid |v| in_range(v, 0, 65_536);
     }

@@ -14,7 +14,8 @@ use crate::core::forward::{fetch_info, fetch_scalar, info_string, Inner};
 use crate::core::objects::{Program, Sliceable};
 use crate::core::rewritten::{self, options_ptr, Bare, Exec, OwnedProgram};
 use crate::core::sliceable::{self, sha256_hex};
-use crate::store::{Entry, KernelFacts, Key, Store};
+use crate::core::yield_program;
+use crate::store::{Entry, KernelFacts, Key, Store, Yields};
 
 /// A vendor device as the store knows it: platform, device, and driver version, so a
 /// binary is never taken for one built by another driver.
@@ -61,6 +62,7 @@ pub fn kernel_facts(p: &Program, kernel: &str) -> KernelFacts {
         name: kernel.to_string(),
         hidden,
         sliceable,
+        yields: Yields::Unknown,
     };
     if let Some(f) = p.exec().and_then(|e| e.info.facts(kernel).cloned()) {
         return f;
@@ -147,7 +149,7 @@ fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
 }
 
 /// What the store should keep for `p`, if anything is worth keeping: every kernel's
-/// facts, and the recipe of its rewritten program.
+/// facts, the recipe of its rewritten program, and its source when a kernel yields.
 fn learned(p: &Program) -> Option<Entry> {
     let exec = p.exec_handle();
     let names = fetch_info(|s, v, r| match p.inner.vt.clGetProgramInfo {
@@ -157,6 +159,7 @@ fn learned(p: &Program) -> Option<Entry> {
     })
     .ok()?;
     let recipe = p.exec().and_then(|e| e.recipe.clone());
+    let yielding = yield_program::of_source(p);
     let kernels: Vec<KernelFacts> = info_string(&names)
         .split(';')
         .filter(|n| !n.is_empty())
@@ -170,13 +173,19 @@ fn learned(p: &Program) -> Option<Entry> {
                         .into(),
                 );
             }
+            f.yields = match &yielding {
+                Some((r, _)) => yield_program::yields(r, n),
+                None => Yields::No("its program was not built from source alone".into()),
+            };
             f
         })
         .collect();
     let hidden = kernels.iter().any(|k| k.hidden.is_some());
-    let useful = kernels
-        .iter()
-        .any(|k| matches!(k.sliceable, Sliceable::Yes { .. }));
+    let yields = kernels.iter().any(|k| k.yields == Yields::Yes);
+    let useful = yields
+        || kernels
+            .iter()
+            .any(|k| matches!(k.sliceable, Sliceable::Yes { .. }));
     useful.then(|| Entry {
         kernels,
         recipe: if hidden {
@@ -185,14 +194,22 @@ fn learned(p: &Program) -> Option<Entry> {
             None
         },
         rewritten_binary: None,
+        source: yielding.filter(|_| yields).map(|(_, unit)| unit),
     })
 }
 
 /// The rewritten executable's own binary for `device`, if it has one.
 fn rewritten_binary(p: &Program, device: cl_device_id) -> Option<Vec<u8>> {
     p.exec()?;
-    let h = p.exec_handle();
-    let vt = p.inner.vt;
+    executable_binary(p.inner.vt, p.exec_handle(), device)
+}
+
+/// The vendor program `h`'s executable binary for `device`, if it has one.
+pub fn executable_binary(
+    vt: &cl_icd_dispatch,
+    h: cl_program,
+    device: cl_device_id,
+) -> Option<Vec<u8>> {
     if binary_type(vt, h, device) != CL_PROGRAM_BINARY_TYPE_EXECUTABLE {
         return None;
     }

@@ -136,6 +136,7 @@ pub fn facts(a: &Analysis, hidden: &[(String, u32)]) -> Vec<KernelFacts> {
                 name: k.name.clone(),
                 hidden: h,
                 sliceable: of_analysed(a, &k.name, h.is_some()),
+                yields: crate::store::Yields::Unknown,
             }
         })
         .collect()

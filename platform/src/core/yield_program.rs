@@ -1,26 +1,42 @@
 //! The persistent entries of a program's kernels, for yielding launches (architecture,
 //! "Yielding launches"; the rewrite is `softpreempt_transform::yielding`).
 //!
-//! A program built from source gets, on first need, a second vendor program in the same
-//! context: its source with a persistent entry `__sp_y_<kernel>` after the last line for
-//! each kernel the rewrite can take. It is built on a thread of the layer with the
-//! application's build options, the first time a managed queue would launch one of the
-//! program's kernels as a yielding launch; until it is built (or where it fails) launches go
-//! as before (slices, or the driver). Processes that never ask, such as a high-priority
-//! server whose launches go straight to the vendor, never build it.
+//! A program gets, on first need, a second vendor program in the same context: its source
+//! with a persistent entry `__sp_y_<kernel>` after the last line for each kernel the
+//! rewrite can take. It is made on a thread of the layer, the first time a managed queue
+//! would launch one of the program's kernels as a yielding launch; until it is built (or
+//! where it fails) launches go as before (slices, or the driver). Processes that never
+//! ask, such as a high-priority server whose launches go straight to the vendor, never
+//! build it.
 //!
-//! Not yet: programs created from binaries (the program store keeps the geometry rewrite's
-//! source, not this one), and programs compiled and linked in steps.
+//! Its source is the application's: for a program built from source, that source as
+//! analysed at its build, with the build's options; for a program created from a binary,
+//! the source and options the program store keeps for that binary (`crate::store::Entry`'s
+//! `source`, recorded when a process that built it from source handed the binary out),
+//! analysed here the same way. Programs linked from several inputs, and binaries the store
+//! does not know, get none.
+//!
+//! Compiling the entries takes seconds on PoCL, so their vendor binary for the device is
+//! kept in the store too, keyed by the SHA-256 of their source and options and by the
+//! device ([`cache_key`]): a later build of the same program (in any process) loads it
+//! with `clCreateProgramWithBinary` instead, and compiles only when it is missing, corrupt
+//! or refused by the vendor.
+//!
+//! Not yet: programs compiled and linked in steps.
 
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::sync::Arc;
 
-use softpreempt_transform::YieldKernel;
+use softpreempt_transform::{Analysis, YieldKernel, YieldProgram};
 
+use crate::core::cl::*;
+use crate::core::forward::Inner;
 use crate::core::handle::{Obj, Ref};
 use crate::core::objects::Program;
-use crate::core::rewritten::OwnedProgram;
+use crate::core::rewritten::{self, options_ptr, OwnedProgram};
+use crate::core::sliceable::{sha256_hex, Origin};
+use crate::store::{Key, Store, Unit, Yields};
 
 /// A built program of persistent entries.
 pub struct YieldExec {
@@ -35,15 +51,82 @@ pub enum YieldState {
     /// Nobody asked yet (or the program was built again since).
     #[default]
     Unasked,
-    /// Being built on a thread of the layer.
+    /// Being made on a thread of the layer.
     Building,
     Ready(Arc<YieldExec>),
-    /// None: not source, no kernel the rewrite could take, or its build failed (logged).
+    /// None: no source known, no kernel the rewrite could take, or its build failed
+    /// (logged).
     Unavailable,
 }
 
+/// The yielding rewrite of a program's analysed source: its entries, or for each kernel
+/// why it has none.
+pub type Rewrite = Result<YieldProgram, Vec<(String, String)>>;
+
+/// The yielding rewrite of `analysis`, as the layer builds it.
+pub fn rewrite(analysis: &Analysis) -> Rewrite {
+    let y = softpreempt_transform::yielding_or_why(analysis)?;
+    if !y.headers.is_empty() {
+        // Compiled with headers (clCompileProgram): its entries would need them too.
+        return Err(analysis
+            .kernels
+            .iter()
+            .map(|k| {
+                let why = "its program was compiled with headers (clCompileProgram)";
+                (k.name.clone(), why.to_string())
+            })
+            .collect());
+    }
+    Ok(y)
+}
+
+/// Whether `kernel` yields, by the rewrite `r` of its program.
+pub fn yields(r: &Rewrite, kernel: &str) -> Yields {
+    let why = match r {
+        Ok(y) if y.kernels.iter().any(|k| k.name == kernel) => return Yields::Yes,
+        Ok(y) => &y.skipped,
+        Err(why) => why,
+    };
+    why.iter().find(|(k, _)| k == kernel).map_or_else(
+        || Yields::No("not found by the yielding rewrite".into()),
+        |(_, reason)| Yields::No(reason.clone()),
+    )
+}
+
+/// What a program built from source tells the program store of yielding: the rewrite of
+/// its source, and the source itself (for a later process that loads its binary). `None`
+/// for a program of another origin.
+pub fn of_source(p: &Program) -> Option<(Rewrite, Unit)> {
+    let origin = p.origin.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let Origin::Source {
+        text,
+        headers,
+        analysis: Some(a),
+    } = origin
+    else {
+        return None;
+    };
+    let unit = Unit {
+        source: text.to_string(),
+        headers: headers
+            .iter()
+            .map(|(n, t)| (n.clone(), t.to_string()))
+            .collect(),
+        options: p.build_options().map(|o| o.to_string_lossy().into_owned()),
+    };
+    Some((rewrite(&a), unit))
+}
+
+/// The source a program's entries are made from.
+enum Input {
+    /// A program built from source: analysed at its build.
+    Analysed(Arc<Analysis>),
+    /// A program created from a binary: the source the store keeps for it.
+    Stored(Unit),
+}
+
 /// The program's persistent entries, if they are built; the first call for a program
-/// built from source starts their build (on a thread) and answers `None` meanwhile.
+/// whose source is known starts their build (on a thread) and answers `None` meanwhile.
 pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
     let prog = p.get();
     let mut st = prog.yielding.lock().unwrap_or_else(|e| e.into_inner());
@@ -52,47 +135,27 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
         YieldState::Building | YieldState::Unavailable => return None,
         YieldState::Unasked => {}
     }
-    let analysis = prog
-        .origin
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .analysis();
-    let Some(analysis) = analysis else {
+    let input = match &*prog.origin.lock().unwrap_or_else(|e| e.into_inner()) {
+        Origin::Source {
+            analysis: Some(a), ..
+        } => Some((Input::Analysed(a.clone()), prog.build_options())),
+        Origin::Binary { .. } => prog.known().and_then(|e| e.source.clone()).map(|u| {
+            let options = u.options.as_deref().and_then(|o| CString::new(o).ok());
+            (Input::Stored(u), options)
+        }),
+        _ => None,
+    };
+    let Some((input, options)) = input else {
+        tracing::debug!("no persistent entries: the program's source is not known");
         *st = YieldState::Unavailable;
         return None;
     };
-    let y = match softpreempt_transform::yielding_or_why(&analysis) {
-        Ok(y) => y,
-        Err(why) => {
-            for (k, reason) in why {
-                crate::info_once!(
-                    format!("no-yield:{k}"),
-                    "softpreempt: kernel '{k}' does not yield: {reason}"
-                );
-            }
-            *st = YieldState::Unavailable;
-            return None;
-        }
-    };
-    for (k, reason) in &y.skipped {
-        crate::info_once!(
-            format!("no-yield:{k}"),
-            "softpreempt: kernel '{k}' does not yield: {reason}"
-        );
-    }
-    if !y.headers.is_empty() {
-        // Compiled with headers (clCompileProgram): its entries would need them too.
-        *st = YieldState::Unavailable;
-        return None;
-    }
     *st = YieldState::Building;
     drop(st);
     builds_started();
-    let options = prog.build_options();
     let job = Job {
         program: p.hold(),
-        source: y.source,
-        kernels: y.kernels,
+        input,
         options,
     };
     let spawned = std::thread::Builder::new()
@@ -106,35 +169,116 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
     None
 }
 
+/// Where the store keeps the built entries of `source` with `options` for device `d`:
+/// the SHA-256 of both (in `Key::binary`) and the device's identity.
+pub fn cache_key(
+    vt: &cl_icd_dispatch,
+    d: cl_device_id,
+    source: &str,
+    options: &Option<CString>,
+) -> Key {
+    let opts = options
+        .as_ref()
+        .map_or_else(|| "NULL".to_string(), |o| format!("{o:?}"));
+    Key {
+        binary: sha256_hex(format!("{source}\0options {opts}").as_bytes()),
+        device: crate::core::binaries::device_identity(vt, d),
+    }
+}
+
+/// Builds the entries' `source` in the vendor context `ctx` of `devices`: from their
+/// stored binary where the store has a good one (a context of one device), else compiled
+/// (and the binary stored for next time).
+fn build_entries(
+    ctx: &Inner<cl_context>,
+    devices: &[cl_device_id],
+    source: &str,
+    options: &Option<CString>,
+) -> Result<OwnedProgram, String> {
+    let opts = options_ptr(options);
+    let cache = match (devices, Store::configured()) {
+        (&[d], Some(store)) => Some((store, d, cache_key(ctx.vt, d, source, options))),
+        _ => None,
+    };
+    if let Some((store, d, key)) = &cache {
+        if let Some(bytes) = store.get_built(key) {
+            let loaded = OwnedProgram::from_binary(ctx, *d, &bytes)
+                .and_then(|owned| rewritten::build(&owned.0, &[*d], opts).map(|()| owned));
+            match loaded {
+                Ok(owned) => {
+                    tracing::debug!("persistent entries loaded from the program store");
+                    return Ok(owned);
+                }
+                Err(why) => crate::info_once!(
+                    format!("stored-entries:{}", key.binary),
+                    "softpreempt: stored persistent entries did not build, so they are \
+                     compiled: {why}"
+                ),
+            }
+        }
+    }
+    let owned = OwnedProgram::from_source(ctx, source)?;
+    rewritten::build(&owned.0, &[], opts)?;
+    tracing::debug!("persistent entries compiled");
+    if let Some((store, d, key)) = cache {
+        let bin = crate::core::binaries::executable_binary(ctx.vt, owned.0.h, d);
+        if let Some(Err(err)) = bin.map(|b| store.put_built(&key, &b)) {
+            crate::warn_once!(
+                "store-write",
+                "softpreempt: could not write to the program store {}: {err}",
+                store.entries_dir().display()
+            );
+        }
+    }
+    Ok(owned)
+}
+
 /// A build of persistent entries, on its thread.
 struct Job {
     program: Ref<Program>,
-    source: String,
-    kernels: Vec<YieldKernel>,
+    input: Input,
     options: Option<CString>,
 }
 
 impl Job {
     fn run(self) {
         let prog = self.program.get();
-        let ctx = &prog.context.get().inner;
-        let built = OwnedProgram::from_source(ctx, &self.source).and_then(|owned| {
-            let opts = self
-                .options
-                .as_ref()
-                .map_or(std::ptr::null(), |o| o.as_ptr());
-            crate::core::rewritten::build(&owned.0, &[], opts).map(|()| owned)
-        });
-        let state = match built {
+        let state = self.make(prog);
+        let mut st = prog.yielding.lock().unwrap_or_else(|e| e.into_inner());
+        // A build of the application's program meanwhile reset the state: this one is stale.
+        if matches!(*st, YieldState::Building) {
+            *st = state;
+        }
+        drop(st);
+        builds_ended();
+    }
+
+    /// Analyses (a stored source), rewrites and builds the entries.
+    fn make(&self, prog: &Program) -> YieldState {
+        let analysis = match &self.input {
+            Input::Analysed(a) => a.clone(),
+            Input::Stored(u) => Arc::new(softpreempt_transform::analyse_with_options(
+                &u.source,
+                &u.headers,
+                u.options.as_deref().unwrap_or(""),
+            )),
+        };
+        let y = match rewrite(&analysis) {
+            Ok(y) => y,
+            Err(why) => {
+                log_no_yield(&why);
+                return YieldState::Unavailable;
+            }
+        };
+        log_no_yield(&y.skipped);
+        let context = prog.context.get();
+        let devices: Vec<cl_device_id> = context.devices.iter().map(|d| d.get().inner.h).collect();
+        match build_entries(&context.inner, &devices, &y.source, &self.options) {
             Ok(program) => {
-                tracing::debug!(kernels = self.kernels.len(), "persistent entries built");
+                tracing::debug!(kernels = y.kernels.len(), "persistent entries built");
                 YieldState::Ready(Arc::new(YieldExec {
                     program,
-                    kernels: self
-                        .kernels
-                        .into_iter()
-                        .map(|k| (k.name.clone(), k))
-                        .collect(),
+                    kernels: y.kernels.into_iter().map(|k| (k.name.clone(), k)).collect(),
                 }))
             }
             Err(why) => {
@@ -145,14 +289,17 @@ impl Job {
                 );
                 YieldState::Unavailable
             }
-        };
-        let mut st = prog.yielding.lock().unwrap_or_else(|e| e.into_inner());
-        // A build of the application's program meanwhile reset the state: this one is stale.
-        if matches!(*st, YieldState::Building) {
-            *st = state;
         }
-        drop(st);
-        builds_ended();
+    }
+}
+
+/// Says once per kernel why it does not yield.
+fn log_no_yield(why: &[(String, String)]) {
+    for (k, reason) in why {
+        crate::info_once!(
+            format!("no-yield:{k}"),
+            "softpreempt: kernel '{k}' does not yield: {reason}"
+        );
     }
 }
 
