@@ -673,18 +673,45 @@ impl LpResult {
 
 /// This process's clients in the arbiter segments of the run (`None`: not registered,
 /// e.g. on the bare vendor).
+/// The yielding-launch figures (rule 10) default to zero in reports written before them.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ArbiterStats {
     pub clients: u32,
     pub grants: u64,
     pub slices: u64,
+    /// Times `acquire` waited for a grant.
     pub yields: u64,
     pub wait_ms: f64,
     pub busy_ms: f64,
+    /// Yielding launches that left the device on request.
+    #[serde(default)]
+    pub yields_done: u64,
+    /// Yield latency, request to off the device (the worst client's, log2-bucket edges).
+    #[serde(default)]
+    pub yield_p50_ms: Option<f64>,
+    #[serde(default)]
+    pub yield_p99_ms: Option<f64>,
+    /// On-device claims that said they could not yield in time.
+    #[serde(default)]
+    pub cannot_yield: u64,
+    /// Handshakes in which this process waited for lower clients to leave the device,
+    /// their total and longest wait, and those that ended at the bound.
+    #[serde(default)]
+    pub hs_waits: u64,
+    #[serde(default)]
+    pub hs_wait_ms: f64,
+    #[serde(default)]
+    pub hs_wait_max_ms: f64,
+    #[serde(default)]
+    pub hs_expired: u64,
 }
 
 impl ArbiterStats {
     fn sum(&self, o: &ArbiterStats) -> ArbiterStats {
+        let max = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
         ArbiterStats {
             clients: self.clients + o.clients,
             grants: self.grants + o.grants,
@@ -692,7 +719,20 @@ impl ArbiterStats {
             yields: self.yields + o.yields,
             wait_ms: self.wait_ms + o.wait_ms,
             busy_ms: self.busy_ms + o.busy_ms,
+            yields_done: self.yields_done + o.yields_done,
+            yield_p50_ms: max(self.yield_p50_ms, o.yield_p50_ms),
+            yield_p99_ms: max(self.yield_p99_ms, o.yield_p99_ms),
+            cannot_yield: self.cannot_yield + o.cannot_yield,
+            hs_waits: self.hs_waits + o.hs_waits,
+            hs_wait_ms: self.hs_wait_ms + o.hs_wait_ms,
+            hs_wait_max_ms: self.hs_wait_max_ms.max(o.hs_wait_max_ms),
+            hs_expired: self.hs_expired + o.hs_expired,
         }
+    }
+
+    /// Mean handshake wait, ms.
+    fn hs_wait_mean_ms(&self) -> Option<f64> {
+        (self.hs_waits > 0).then(|| self.hs_wait_ms / self.hs_waits as f64)
     }
 }
 
@@ -1154,7 +1194,7 @@ impl Report {
             self.options.gap_ms
         );
         println!(
-            "{:<22} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10} {:>9} {:>9}",
+            "{:<22} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10} {:>9} {:>9} {:>7} {:>8} {:>8} {:>7}",
             "mode",
             "HP n",
             "p50 ms",
@@ -1165,7 +1205,11 @@ impl Report {
             "p99/alone",
             "LP launch/s",
             "LP/alone",
-            "slices/s"
+            "slices/s",
+            "yields",
+            "yld p99",
+            "hs wait",
+            "expired"
         );
         let alone_p99 = self
             .modes
@@ -1189,6 +1233,12 @@ impl Report {
         if self.modes.iter().any(|m| !m.hp_more.is_empty()) {
             println!("multi-*: LP figures are the 3 LP processes together");
         }
+        println!(
+            "yields: the LP's launches that left the device on request; yld p99: their \
+             latency, request to off the device, ms (log2 bucket edge); hs wait: the HP's \
+             mean wait for the LP to leave before it submitted, ms; expired: waits that \
+             reached the bound with the LP still on the device"
+        );
     }
 }
 
@@ -1218,8 +1268,10 @@ impl ModeResult {
         };
         let hp = self.hp.as_ref();
         let lp = self.lp.as_ref();
+        let lpa = lp.and_then(|l| l.arbiter.as_ref());
+        let hpa = hp.and_then(|h| h.arbiter.as_ref());
         format!(
-            "{:<22} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10} {:>9} {:>9}",
+            "{:<22} {:>5} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10} {:>9} {:>9} {:>7} {:>8} {:>8} {:>7}",
             self.label,
             hp.map_or("-".into(), |h| h.n.to_string()),
             f(hp.map(|h| h.p50_ms), 3),
@@ -1230,7 +1282,11 @@ impl ModeResult {
             f(self.hp_p99_vs_alone, 2),
             f(lp.map(|l| l.per_s), 2),
             f(self.lp_vs_alone, 4),
-            f(lp.and_then(LpResult::slices_per_s), 0)
+            f(lp.and_then(LpResult::slices_per_s), 0),
+            lpa.map_or("-".into(), |a| a.yields_done.to_string()),
+            f(lpa.and_then(|a| a.yield_p99_ms), 3),
+            f(hpa.and_then(ArbiterStats::hs_wait_mean_ms), 3),
+            hpa.map_or("-".into(), |a| a.hs_expired.to_string()),
         )
     }
 }
@@ -1921,12 +1977,23 @@ pub mod child {
                 continue;
             };
             for c in snap.clients.iter().filter(|c| c.pid == pid) {
-                a.clients += 1;
-                a.grants += c.grants;
-                a.slices += c.slices;
-                a.yields += c.yields;
-                a.wait_ms += c.wait_ns as f64 / 1e6;
-                a.busy_ms += c.busy_ns as f64 / 1e6;
+                let ms = |ns: u64| ns as f64 / 1e6;
+                a = a.sum(&ArbiterStats {
+                    clients: 1,
+                    grants: c.grants,
+                    slices: c.slices,
+                    yields: c.yields,
+                    wait_ms: ms(c.wait_ns),
+                    busy_ms: ms(c.busy_ns),
+                    yields_done: c.yields_done,
+                    yield_p50_ms: c.yield_p50_ns.map(ms),
+                    yield_p99_ms: c.yield_p99_ns.map(ms),
+                    cannot_yield: c.cannot_yield,
+                    hs_waits: c.hs_waits,
+                    hs_wait_ms: ms(c.hs_wait_ns),
+                    hs_wait_max_ms: ms(c.hs_wait_max_ns),
+                    hs_expired: c.hs_expired,
+                });
             }
         }
         (a.clients > 0).then_some(a)

@@ -17,12 +17,14 @@ struct Line {
     hp: String,
     /// bare / SoftPreempt pairs, already formatted.
     cells: [String; 7],
+    /// SoftPreempt's yielding launches in the co-run (see [`yield_cell`]).
+    yielding: String,
     /// SoftPreempt's LP kept ÷ the bare driver's.
     sp_vs_bare: String,
     bars: Option<MatrixBars>,
 }
 
-const HEADER: [&str; 11] = [
+const HEADER: [&str; 12] = [
     "row",
     "LP",
     "HP",
@@ -34,6 +36,7 @@ const HEADER: [&str; 11] = [
     "q2s p99 ms, first s",
     "LP kept",
     "SP ÷ bare",
+    "SP: LP yields · yield p99 ms · HP wait ms · expired",
 ];
 
 /// Writes `dir/matrix.md` from `dir/*.json` (in name order) and prints it; with `plots`,
@@ -67,19 +70,23 @@ pub fn write(dir: &Path, plots: Option<&Path>) -> Result<(), String> {
          drained; \"first s\": the HP's first second after its queue opens next to an LP \
          already running (arrivals pooled); q2s: HP kernel queued to start (profiling); LP \
          kept: LP throughput ÷ LP alone on the bare driver (2 HP + 3 LP: the three LPs \
-         together); a list holds one value per HP process.\n\n",
+         together); a list holds one value per HP process. Yielding launches (SoftPreempt's \
+         co-run): the LP's launches that left the device on request, their latency from \
+         request to off the device (p99, log2 bucket edge), the HP's mean wait for the LP to \
+         leave before it submitted, and waits that reached the bound.\n\n",
         device.as_deref().unwrap_or("?")
     );
     md += &format!("| {} |\n", HEADER.join(" | "));
     md += &format!("|{}\n", "---|".repeat(HEADER.len()));
     for l in &lines {
         md += &format!(
-            "| {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} |\n",
             l.name,
             l.lp,
             l.hp,
             l.cells.join(" | "),
-            l.sp_vs_bare
+            l.sp_vs_bare,
+            l.yielding
         );
     }
     let out = dir.join("matrix.md");
@@ -139,6 +146,25 @@ fn pair(bare: &[Option<f64>], sp: &[Option<f64>], prec: usize) -> String {
 /// The worst (largest) of several values, for the bar charts.
 fn worst(v: &[Option<f64>]) -> Option<f64> {
     v.iter().flatten().copied().reduce(f64::max)
+}
+
+/// The yielding-launch figures of a SoftPreempt mode: LP yields, yield p99, the HP's mean
+/// handshake wait, expired bounds.
+fn yield_cell(m: Option<&Value>) -> String {
+    let Some(m) = m else { return "–".into() };
+    let (lp, hp) = (&m["lp"]["arbiter"], &m["hp"]["arbiter"]);
+    if lp.is_null() && hp.is_null() {
+        return "–".into();
+    }
+    let waits = hp["hs_waits"].as_u64().unwrap_or(0);
+    let wait = (waits > 0).then(|| hp["hs_wait_ms"].as_f64().unwrap_or(0.0) / waits as f64);
+    format!(
+        "{} · {} · {} · {}",
+        lp["yields_done"].as_u64().unwrap_or(0),
+        fmt(lp["yield_p99_ms"].as_f64(), 3),
+        fmt(wait, 3),
+        hp["hs_expired"].as_u64().unwrap_or(0)
+    )
 }
 
 /// The lines of one `preempt` report: its co-run row, and LP-alone and idle-HP lines when
@@ -220,6 +246,7 @@ fn report_lines(r: &Value, stem: &str) -> Vec<Line> {
                 pair(&kb, &ks, 3),
             ],
             sp_vs_bare: fmt(vs, 2),
+            yielding: yield_cell(sp),
             bars: Some(MatrixBars {
                 name: name.clone(),
                 hp_p99_steady: (worst(&ratio(&hb, "p99_ms")), worst(&ratio(&hs, "p99_ms"))),
@@ -250,6 +277,7 @@ fn report_lines(r: &Value, stem: &str) -> Vec<Line> {
                 format!("1.000 / {}", fmt(Some(k), 3)),
             ],
             sp_vs_bare: fmt(Some(k), 3),
+            yielding: yield_cell(mode(r, m)),
             bars: None,
         });
     }
@@ -325,6 +353,7 @@ fn pyopencl_line(r: &Value, stem: &str) -> Line {
             pair(&kb, &ks, 3),
         ],
         sp_vs_bare: fmt(vs, 2),
+        yielding: "–".into(),
         bars: Some(MatrixBars {
             name: "pyopencl".into(),
             hp_p99_steady: (
