@@ -158,17 +158,19 @@ impl View<'_> {
 
     /// Counts a launch of slot `me` that left the device because of a yield request, with
     /// its latency from the latest request when one came while it was on the device (its
-    /// epoch moved past `entry_epoch`).
-    pub fn record_yield(&self, me: usize, entry_epoch: u32, now: u64) {
+    /// epoch moved past `entry_epoch`). Returns that latency, if measured.
+    pub fn record_yield(&self, me: usize, entry_epoch: u32, now: u64) -> Option<u64> {
         let s = &self.slots[me];
         s.yields_done.fetch_add(1, Ordering::Relaxed);
         if s.yield_epoch.load(Ordering::Acquire) == entry_epoch {
-            return;
+            return None;
         }
         let asked = s.yield_request_ns.load(Ordering::Relaxed);
         if asked != 0 && asked <= now {
             s.yield_hist[hist_bucket(now - asked)].fetch_add(1, Ordering::Relaxed);
+            return Some(now - asked);
         }
+        None
     }
 
     /// The fast check of a higher client: is any strictly lower client on the device? A
@@ -307,7 +309,7 @@ mod tests {
         assert!(!v.all_off(&r));
         v.set_handshake_waiting(0, true);
         assert!(v.leave_device(1, LO, 0, 80_030), "the waiter must be woken");
-        v.record_yield(1, epoch, 80_030);
+        assert_eq!(v.record_yield(1, epoch, 80_030), Some(80_000));
         v.set_handshake_waiting(0, false);
         assert!(v.all_off(&r));
         assert!(!v.lower_on_device(0, HI));

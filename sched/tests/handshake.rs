@@ -288,3 +288,27 @@ fn a_stopped_peer_holds_its_equals_only_for_the_lease() {
     }
     hog.signal(libc::SIGCONT);
 }
+
+/// A yield's latency, request to off the device, comes back to the launch that yielded
+/// (the platform's next claims of that kernel publish at least that much); a launch that
+/// left without a request measured nothing.
+#[test]
+fn leaving_after_a_request_returns_the_yield_latency() {
+    let d = TestDir::new("hs-latency");
+    let arb = open(&d, Duration::from_secs(30));
+    let lo = arb.register(ClientInfo::new(Priority::LOW)).unwrap();
+    let hp = arb.register(ClientInfo::new(Priority::HIGH)).unwrap();
+    let claim = lo.enter_device(Some(1_000));
+    assert_eq!(
+        lo.leave_device(claim, true),
+        None,
+        "nobody asked it to yield"
+    );
+    let claim = lo.enter_device(Some(1_000));
+    // A zero cap: the request goes out and the wait ends at once.
+    let hs = hp.claim_device(Duration::ZERO);
+    assert_eq!((hs.lower_on_device, hs.expired), (1, true), "{hs:?}");
+    std::thread::sleep(Duration::from_millis(2));
+    let ns = lo.leave_device(claim, true).expect("a measured yield");
+    assert!((2_000_000..10_000_000_000).contains(&ns), "{ns} ns");
+}

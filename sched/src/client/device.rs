@@ -114,24 +114,29 @@ impl ClaimOwner {
         self.lock().closed = true;
     }
 
-    fn leave(&self, id: u64, entry_epoch: u32, yielded: bool) {
+    /// Leaves claim `id`; returns the yield latency when it `yielded` to a request that
+    /// came while it was on the device.
+    fn leave(&self, id: u64, entry_epoch: u32, yielded: bool) -> Option<u64> {
         let mut l = self.lock();
         if l.closed {
-            return;
+            return None;
         }
         l.live.retain(|&(i, _)| i != id);
         let bound = l.bound();
         let v = self.shared.view();
         let now = liveness::now_ns();
-        if yielded {
-            v.record_yield(self.slot, entry_epoch, now);
-        }
+        let latency = if yielded {
+            v.record_yield(self.slot, entry_epoch, now)
+        } else {
+            None
+        };
         let wake = v.leave_device(self.slot, self.pri, bound, now);
         drop(l);
         if wake {
             v.notify_leave();
             futex::wake_all(&v.h.leave_generation);
         }
+        latency
     }
 }
 
@@ -146,6 +151,8 @@ pub struct DeviceClaim {
     preempted: bool,
     yield_ns: Option<u64>,
     yielded: bool,
+    /// Left already (by [`Client::leave_device`]): the drop has nothing to do.
+    left: bool,
 }
 
 impl std::fmt::Debug for DeviceClaim {
@@ -193,7 +200,9 @@ impl DeviceClaim {
 
 impl Drop for DeviceClaim {
     fn drop(&mut self) {
-        self.owner.leave(self.id, self.entry_epoch, self.yielded);
+        if !self.left {
+            self.owner.leave(self.id, self.entry_epoch, self.yielded);
+        }
     }
 }
 
@@ -222,15 +231,18 @@ impl Client {
             preempted,
             yield_ns,
             yielded: false,
+            left: false,
         }
     }
 
     /// Lower side: the launch of `claim` left the device, because it completed or, with
     /// `yielded`, because it stopped at a yield request (counted, with its latency from
-    /// the latest request to now in the yield-latency histogram).
-    pub fn leave_device(&self, mut claim: DeviceClaim, yielded: bool) {
-        claim.yielded = yielded;
-        drop(claim);
+    /// the latest request to now in the yield-latency histogram). Returns that latency
+    /// when it was measured: what a higher client really waited for this launch, which
+    /// its next claims should publish as their bound.
+    pub fn leave_device(&self, mut claim: DeviceClaim, yielded: bool) -> Option<u64> {
+        claim.left = true;
+        claim.owner.leave(claim.id, claim.entry_epoch, yielded)
     }
 
     /// The yield-request epoch addressed to this client; higher clients bump it. The

@@ -796,6 +796,13 @@ impl Submitter {
         // launch runs one group on each resident slot) plus the signal path. Unknown yet:
         // the cap. Longer than the cap: it cannot yield in time, and nobody waits for it.
         let wave = model(&l.key).predict(1).unwrap_or(cap.as_nanos() as u64);
+        // Not what its yields really took (`leave_device` returns that): on an H100 they
+        // took 0.1-2 ms against claims of 70-330 µs, yet publishing the measured latency
+        // made the HP wait longer or, past the cap, not ask at all, and both were worse
+        // (HP p99 next to a Mandelbrot LP: 1.73 ms claiming its group time, 2.00 waiting up
+        // to 2 ms for the measured latency, 2.88 at the 400 µs cap; docs/benchmarks.md).
+        // Asked, the LP leaves at its next group boundary, and an HP submitted meanwhile
+        // is switched in sooner than behind a launch nobody asked to leave.
         let need = wave.saturating_add(super::yielding::SIGNAL_NS);
         let yield_ns = (need <= cap.as_nanos() as u64).then_some(need);
         let base = ctl.base.load(Ordering::Acquire);
