@@ -24,11 +24,10 @@ variables are set. --json FILE writes every figure.
 import argparse
 import json
 import os
-import random
 import sys
 import time
 
-from pair_common import Work, pct, scenario as run_scenario
+from pair_common import Work, pct, scenario as run_scenario, serve
 
 
 def role_main(role):
@@ -53,17 +52,7 @@ def role_main(role):
             request()
         time.sleep(1.0)
         print("ready", flush=True)
-        gap = float(os.environ["PAIR_GAP_MS"]) / 1e3
-        r = random.Random(11)
-        lat, at = [], []
-        start = time.perf_counter()
-        end = start + duration
-        while time.perf_counter() < end:
-            time.sleep(r.expovariate(1 / gap))
-            t = time.perf_counter()
-            request()
-            lat.append((time.perf_counter() - t) * 1e3)
-            at.append(t - start)
+        lat, at = serve(lambda _: request(), float(os.environ["PAIR_GAP_MS"]), duration)
         print(json.dumps({"lat": lat, "at": at}))
         return
     n = int(os.environ["PAIR_LP_SIZE"])

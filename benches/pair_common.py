@@ -1,17 +1,24 @@
-"""What the real-client pair benchmarks (pyopencl_pair.py, opencv_pair.py) share: a private
-work folder with one loader vendors folder per platform ("bare": the vendor alone, "sp":
-SoftPreempt and the vendor) and a SoftPreempt configuration whose arbiter directory is
+"""What the real-client pair benchmarks (pyopencl_pair.py, opencv_pair.py, tinygrad_pair.py)
+share: a private work folder with one loader vendors folder per platform ("bare": the vendor
+alone, "sp": SoftPreempt and the vendor, or SoftPreempt alone with `sp_alone` for clients
+that take the first platform) and a SoftPreempt configuration whose arbiter directory is
 private, so nothing else on the machine takes part; and percentiles."""
 import os
 import tempfile
 
 
 class Work:
-    def __init__(self, prefix, lib, vendor_lib):
+    def __init__(self, prefix, lib, vendor_lib, sp_alone=False):
         self.dir = tempfile.mkdtemp(prefix=prefix)
+        # A relative path in a vendors folder would be resolved against each client's working
+        # directory; a bare name (for dlopen's search) stays as it is.
+        lib, vendor_lib = (os.path.abspath(p) if os.sep in p else p for p in (lib, vendor_lib))
         # platform -> (vendors folder for ocl-icd, library list for CUDA's loader)
         self.vendors = {}
-        for name, libs in (("bare", [vendor_lib]), ("sp", [lib, vendor_lib])):
+        # With `sp_alone` the loader sees SoftPreempt only, which finds the vendor it wraps in
+        # SOFTPREEMPT_VENDORS (the caller sets it to `vendor_lib`).
+        sp_libs = [lib] if sp_alone else [lib, vendor_lib]
+        for name, libs in (("bare", [vendor_lib]), ("sp", sp_libs)):
             d = os.path.join(self.dir, "vendors-" + name)
             os.makedirs(d)
             for i, path in enumerate(libs):
@@ -28,9 +35,61 @@ class Work:
         return os.path.join(self.dir, name)
 
 
+def cell(v, spec):
+    """`v` formatted by `spec` (such as "10.3f"), or "-" in the same width where absent."""
+    return format(v, spec) if v is not None else format("-", ">" + spec.split(".")[0])
+
+
+def finish(path, **figures):
+    """Writes `figures` as JSON to `path` (the --json option), when given."""
+    import json
+    if path:
+        with open(path, "w") as f:
+            json.dump(figures, f)
+
+
+def entry(role_main, main):
+    """A pair script's entry point: `--role NAME` runs one client process, else the driver."""
+    import sys
+    if len(sys.argv) == 3 and sys.argv[1] == "--role":
+        role_main(sys.argv[2])
+    else:
+        main()
+
+
+def serve(request, gap_ms, duration, seed=11):
+    """The HP's measured part: `request(i)` at Poisson-spaced times (mean gap `gap_ms`) for
+    `duration` seconds. Returns each request's latency (ms) and start (s from the first)."""
+    import random
+    import time
+    r = random.Random(seed)
+    lat, at = [], []
+    start = time.perf_counter()
+    end = start + duration
+    while time.perf_counter() < end:
+        time.sleep(r.expovariate(1e3 / gap_ms))
+        t = time.perf_counter()
+        request(len(lat))
+        lat.append((time.perf_counter() - t) * 1e3)
+        at.append(t - start)
+    return lat, at
+
+
 def pct(v, p):
     s = sorted(v)
     return s[min(len(s) - 1, int(p / 100 * len(s)))]
+
+
+def hp_figures(lat, at):
+    """HP latency percentiles (ms) in steady state (requests after the HP's first second) and
+    over its first second (its arrival next to an LP already running)."""
+    first = [v for v, t in zip(lat, at) if t < 1.0]
+    steady = [v for v, t in zip(lat, at) if t >= 1.0] or first
+    out = {"n": len(lat)}
+    for prefix, vals in (("hp", steady), ("first", first)):
+        if vals:
+            out.update({f"{prefix}_p50": pct(vals, 50), f"{prefix}_p99": pct(vals, 99)})
+    return out
 
 
 def scenario(script, stop, lp_env, hp_env, seconds, settle):
