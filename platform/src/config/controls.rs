@@ -286,8 +286,9 @@ controls! {
         /// for a lower client's yielding launch to leave the device before it is
         /// submitted anyway (rule 10). It waits only as long as that launch says
         /// it needs (its work-group time plus the signal path), at most this; a
-        /// launch whose groups are longer says it cannot yield, and nobody waits
-        /// for it. `0`: never wait.
+        /// launch whose groups take longer than a GPU driver's own hand-over
+        /// (2 ms) says it cannot yield, and nobody asks it or waits for it. `0`:
+        /// ask, but never wait.
         yield_wait_us: u64 = 400, expect "an integer between 0 and 100000",
             valid |v| in_range(v, 0, 100_000);
         /// Target duration of one slice, in microseconds; it also bounds the

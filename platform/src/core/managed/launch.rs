@@ -257,9 +257,10 @@ pub(super) fn wave_work_groups(
 const YIELD_GROUP_ITEMS: usize = 256;
 
 /// The local size a yielding launch of a kernel that does not depend on it runs with, when
-/// the application passed NULL: the largest multiple of the vendor's preferred multiple
-/// up to [`YIELD_GROUP_ITEMS`] (and the kernel's own limit) that divides the first
-/// dimension, else the slicing block ([`null_local_unit`]).
+/// the application passed NULL: on a CPU device the slices' block ([`null_local_unit`]);
+/// else the largest multiple of the vendor's preferred multiple up to
+/// [`YIELD_GROUP_ITEMS`] (and the kernel's own limit) that divides the first dimension,
+/// else the slicing block.
 pub fn default_local(
     k: &Kernel,
     device: &crate::core::forward::Inner<cl_device_id>,
@@ -272,6 +273,15 @@ pub fn default_local(
     let max_item = device_item_sizes(device)
         .and_then(|v| v.first().copied())
         .unwrap_or(1);
+    if !is_gpu(device) {
+        // A CPU device runs a group on one thread: the slices' choice (small enough for
+        // every thread to have groups, large enough to vectorize) keeps a group, and so a
+        // yield, short. 256-item groups of pyopencl's 47 ms spin kernel on PoCL took 3 ms
+        // each, too long to yield.
+        if let (unit, true) = null_local_unit(k, device, geo) {
+            return unit;
+        }
+    }
     let cap = YIELD_GROUP_ITEMS.min(max_wg).min(max_item);
     let g0 = geo.global[0];
     match (1..=cap / pm)

@@ -791,20 +791,27 @@ impl Submitter {
         if !ctl.set_arg(y.entry.handle(), y.hidden + 1) {
             return Err(CL_OUT_OF_RESOURCES);
         }
-        let cap = Duration::from_micros(config::config().sched.yield_wait_us);
         // How long it needs to stop: about one of its groups (a wave of the original
-        // launch runs one group on each resident slot) plus the signal path. Unknown yet:
-        // the cap. Longer than the cap: it cannot yield in time, and nobody waits for it.
-        let wave = model(&l.key).predict(1).unwrap_or(cap.as_nanos() as u64);
-        // Not what its yields really took (`leave_device` returns that): on an H100 they
-        // took 0.1-2 ms against claims of 70-330 µs, yet publishing the measured latency
-        // made the HP wait longer or, past the cap, not ask at all, and both were worse
-        // (HP p99 next to a Mandelbrot LP: 1.73 ms claiming its group time, 2.00 waiting up
-        // to 2 ms for the measured latency, 2.88 at the 400 µs cap; docs/benchmarks.md).
-        // Asked, the LP leaves at its next group boundary, and an HP submitted meanwhile
-        // is switched in sooner than behind a launch nobody asked to leave.
+        // launch runs one group on each resident slot) plus the signal path; unknown yet:
+        // the cap. A higher priority waits for it that long, at most `yield_wait_us`.
+        // Longer than the driver's own hand-over, yielding gains nothing: it says it cannot
+        // yield, and nobody asks. Between the cap and that, it is asked and waited for up
+        // to the cap: the launch leaves at its next group boundary, and an HP submitted
+        // meanwhile is switched in sooner than behind a launch nobody asked to leave (HP
+        // p99 next to a Mandelbrot LP on an H100 whose yields took 1-2 ms: 1.73 ms asked,
+        // 2.88 not asked; next to pyopencl's 0.78 ms work-items, not asked, bare's 2.8).
+        // Publishing the yields' measured latency instead of this estimate was worse
+        // (2.00 ms there, waiting longer; `leave_device` returns it).
+        let cap = Duration::from_micros(config::config().sched.yield_wait_us);
+        // A wave is the model's slope, not `predict(1)`: the fixed cost of a launch is paid
+        // once, not per group (on PoCL it made 13 µs waves look like 2 ms).
+        let wave = model(&l.key)
+            .fit()
+            .map_or(cap.as_nanos() as u64, |(_, per_wave)| {
+                per_wave.max(0.0) as u64
+            });
         let need = wave.saturating_add(super::yielding::SIGNAL_NS);
-        let yield_ns = (need <= cap.as_nanos() as u64).then_some(need);
+        let yield_ns = (need <= GPU_HANDOVER_NS).then_some(need);
         let base = ctl.base.load(Ordering::Acquire);
         let mut global = y.local;
         global[0] = y.local[0] * y.persistent as usize;
