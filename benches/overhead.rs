@@ -173,26 +173,6 @@ fn main() {
             clReleaseKernel(made(e));
         },
     );
-    // The same, released on another thread, as OpenCV releases them on NVIDIA's event
-    // callback thread: what the two threads share (counts, locks, the pool's slots and
-    // queue) moves between cores. At most 16 kernels wait, so the maker runs at the
-    // releaser's pace when that is slower (this row is a throughput, not one thread's cost).
-    let (tx, rx) = std::sync::mpsc::sync_channel::<usize>(16);
-    let releaser = std::thread::spawn(move || {
-        for k in rx {
-            // SAFETY: a kernel handed over by its maker, released once.
-            unsafe { clReleaseKernel(k as cl_kernel) };
-        }
-    });
-    row(
-        "same, released by a thread (per call)",
-        KERNEL_CALLS - 1.0,
-        &mut |e, _| {
-            let _ = tx.send(made(e) as usize);
-        },
-    );
-    drop(tx);
-    let _ = releaser.join();
     // Device memory accounting (issue 25): a buffer counted in the device's segment at
     // creation and returned at release, against the bare create and release. The added
     // cost bounds the accounting's (it also holds the wrapper's own).
