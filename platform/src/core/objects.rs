@@ -428,3 +428,34 @@ declare_kind!(
 );
 declare_kind!(Kernel, cl_kernel, CL_INVALID_KERNEL, 0x5350_4b45_0000_0006);
 declare_kind!(Event, cl_event, CL_INVALID_EVENT, 0x5350_4556_0000_0007);
+
+#[cfg(test)]
+mod tests {
+    use super::ArgBits;
+
+    /// Bits are made in place up to 128 arguments and collected past that: both behave.
+    #[test]
+    fn arg_bits_of_every_size() {
+        for count in [0usize, 1, 3, 64, 65, 128, 129, 300] {
+            let b = ArgBits::new(count);
+            assert_eq!(b.all(), count == 0, "{count}: none set yet");
+            for i in 0..count {
+                b.set(i as u32, true);
+                // Setting it again changes nothing.
+                b.set(i as u32, true);
+            }
+            assert!(b.all(), "{count}: all set");
+            if count > 0 {
+                let last = (count - 1) as u32;
+                b.set(last, false);
+                b.set(last, false);
+                assert!(!b.all() && !b.get(count - 1), "{count}: last cleared");
+                assert_eq!(b.ones().count(), count - 1, "{count}");
+                assert_eq!(b.copy().ones().count(), count - 1, "{count}: copied");
+            }
+            // Past the count: ignored.
+            b.set(count as u32 + 200, true);
+            assert!(!b.get(count + 200));
+        }
+    }
+}
