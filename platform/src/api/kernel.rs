@@ -210,8 +210,8 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         program: k.program.clone(),
         args: Mutex::new(args),
         args_set: k.args_set.copy(),
-        null_mems: k.null_mems.copy(),
         // The vendor copies the hidden argument's native value too.
+        null_mems: k.null_mems.copy(),
         exec: k.exec.clone(),
         class: k.class.clone(),
     })
