@@ -54,6 +54,19 @@ fn main() {
     let bare = Env::new(bare_platform());
     let sp = Env::sp();
     let src = "__kernel void empty(__global int *a) { }";
+    // A program of a few kernels, as OpenCV's are, of which one is made and released per
+    // launch (OpenCV creates a kernel object for every call).
+    let few = "__kernel void empty(__global int *a) { }\n\
+        __kernel void scale(__global float *o, __global const float *i, float k) \
+        { size_t g = get_global_id(0); o[g] = i[g] * k; }\n\
+        __kernel void offset(__global float *o, __global const float *i, float k) \
+        { size_t g = get_global_id(0); o[g] = i[g] + k; }\n";
+    let scale = c"scale";
+    let per_launch: Vec<(cl_program, cl_mem)> = [&bare, &sp]
+        .iter()
+        .map(|e| (e.program(few), e.buffer(64)))
+        .collect();
+    let prog = |e: &Env| per_launch[usize::from(!std::ptr::eq(e, &bare))];
     let kernels: Vec<(cl_kernel, cl_mem)> = [&bare, &sp]
         .iter()
         .map(|e| {
@@ -80,91 +93,110 @@ fn main() {
     };
     let envs = [&bare, &sp];
     let mut rows = Vec::new();
+    // `--only TEXT`: only the rows whose name holds it (for profiling one call).
+    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+    // One row: ns per call, an iteration making `calls` calls.
+    let mut row = |name: &'static str, calls: f64, op: &mut dyn FnMut(&Env, usize)| {
+        if only.as_deref().is_none_or(|o| name.contains(o)) {
+            rows.push((name, measure(&envs, op).map(|ns| ns / calls)));
+        }
+    };
 
-    rows.push((
-        "clGetKernelInfo(NUM_ARGS)",
-        measure(&envs, |e, _| {
-            let mut n: cl_uint = 0;
-            // SAFETY: a valid kernel and a cl_uint out value.
-            unsafe {
-                clGetKernelInfo(
-                    kern(e).0,
-                    CL_KERNEL_NUM_ARGS,
-                    4,
-                    &mut n as *mut _ as *mut c_void,
-                    std::ptr::null_mut(),
-                )
-            };
-        }),
-    ));
-    rows.push((
-        "clSetKernelArg(cl_mem)",
-        measure(&envs, |e, _| {
-            let (k, m) = kern(e);
-            // SAFETY: as in set-up.
-            unsafe {
-                clSetKernelArg(
-                    k,
-                    0,
-                    std::mem::size_of::<cl_mem>(),
-                    &m as *const cl_mem as *const c_void,
-                )
-            };
-        }),
-    ));
-    rows.push((
-        "clEnqueueNDRangeKernel(empty)",
-        measure(&envs, |e, i| {
-            let g = 1usize;
-            // SAFETY: a valid queue and kernel with all arguments set.
-            unsafe {
-                clEnqueueNDRangeKernel(
-                    e.queue,
-                    kern(e).0,
-                    1,
-                    std::ptr::null(),
-                    &g,
-                    std::ptr::null(),
-                    0,
-                    std::ptr::null(),
-                    std::ptr::null_mut(),
-                );
-                if i % 256 == 255 {
-                    clFinish(e.queue);
-                }
+    row("clGetKernelInfo(NUM_ARGS)", 1.0, &mut |e, _| {
+        let mut n: cl_uint = 0;
+        // SAFETY: a valid kernel and a cl_uint out value.
+        unsafe {
+            clGetKernelInfo(
+                kern(e).0,
+                CL_KERNEL_NUM_ARGS,
+                4,
+                &mut n as *mut _ as *mut c_void,
+                std::ptr::null_mut(),
+            )
+        };
+    });
+    row("clSetKernelArg(cl_mem)", 1.0, &mut |e, _| {
+        let (k, m) = kern(e);
+        // SAFETY: as in set-up.
+        unsafe {
+            clSetKernelArg(
+                k,
+                0,
+                std::mem::size_of::<cl_mem>(),
+                &m as *const cl_mem as *const c_void,
+            )
+        };
+    });
+    row("clEnqueueNDRangeKernel(empty)", 1.0, &mut |e, i| {
+        let g = 1usize;
+        // SAFETY: a valid queue and kernel with all arguments set.
+        unsafe {
+            clEnqueueNDRangeKernel(
+                e.queue,
+                kern(e).0,
+                1,
+                std::ptr::null(),
+                &g,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            );
+            if i % 256 == 255 {
+                clFinish(e.queue);
             }
-        }),
-    ));
+        }
+    });
+    // A kernel object per launch (issue 24): create it, set its three arguments, release
+    // it. Reported per call (5 calls an iteration).
+    const KERNEL_CALLS: f64 = 5.0;
+    let made = |e: &Env| {
+        let (p, m) = prog(e);
+        let k_val = 2.0f32;
+        let mut err = 0;
+        // SAFETY: a built program of the same context as the buffer; the caller releases
+        // the kernel.
+        unsafe {
+            let k = clCreateKernel(p, scale.as_ptr(), &mut err);
+            let mem = &m as *const cl_mem as *const c_void;
+            clSetKernelArg(k, 0, std::mem::size_of::<cl_mem>(), mem);
+            clSetKernelArg(k, 1, std::mem::size_of::<cl_mem>(), mem);
+            clSetKernelArg(k, 2, 4, &k_val as *const f32 as *const c_void);
+            k
+        }
+    };
+    row(
+        "create+3 args+release (per call)",
+        KERNEL_CALLS,
+        // SAFETY: the kernel just made.
+        &mut |e, _| unsafe {
+            clReleaseKernel(made(e));
+        },
+    );
     // Device memory accounting (issue 25): a buffer counted in the device's segment at
     // creation and returned at release, against the bare create and release. The added
     // cost bounds the accounting's (it also holds the wrapper's own).
-    rows.push((
-        "clCreateBuffer+clRelease(4 KiB)",
-        measure(&envs, |e, _| {
-            let mut err = 0;
-            // SAFETY: a valid context; the buffer is released at once.
-            unsafe {
-                let m = clCreateBuffer(
-                    e.context,
-                    CL_MEM_READ_WRITE as cl_mem_flags,
-                    4096,
-                    std::ptr::null_mut(),
-                    &mut err,
-                );
-                clReleaseMemObject(m);
-            }
-        }),
-    ));
-    rows.push((
-        "clSVMAlloc+clSVMFree(4 KiB)",
-        measure(&envs, |e, _| {
-            // SAFETY: a valid context; the allocation (if any) is freed at once.
-            unsafe {
-                let p = clSVMAlloc(e.context, CL_MEM_READ_WRITE as cl_svm_mem_flags, 4096, 0);
-                clSVMFree(e.context, p);
-            }
-        }),
-    ));
+    row("clCreateBuffer+clRelease(4 KiB)", 1.0, &mut |e, _| {
+        let mut err = 0;
+        // SAFETY: a valid context; the buffer is released at once.
+        unsafe {
+            let m = clCreateBuffer(
+                e.context,
+                CL_MEM_READ_WRITE as cl_mem_flags,
+                4096,
+                std::ptr::null_mut(),
+                &mut err,
+            );
+            clReleaseMemObject(m);
+        }
+    });
+    row("clSVMAlloc+clSVMFree(4 KiB)", 1.0, &mut |e, _| {
+        // SAFETY: a valid context; the allocation (if any) is freed at once.
+        unsafe {
+            let p = clSVMAlloc(e.context, CL_MEM_READ_WRITE as cl_svm_mem_flags, 4096, 0);
+            clSVMFree(e.context, p);
+        }
+    });
     let _ = std::fs::remove_file(&cfg);
     // SAFETY: drain both queues before reporting.
     unsafe {

@@ -9,19 +9,12 @@ cd "$(dirname "$0")/../.."
 . scripts/gpu-env.sh
 ls carry/wheels/tinygrad-*.whl >/dev/null || { echo "tinygrad-run: no tinygrad wheel in carry/wheels" >&2; exit 1; }
 R=$(mktemp -d)/tinygrad; mkdir -p "$R"
-# A venv that sees the machine's numpy; where venv is missing, the wheel (pure Python)
-# unpacked onto PYTHONPATH does the same.
-VENV=$(dirname "$R")/venv
-if python3 -m venv --system-site-packages "$VENV" 2>"$R/venv.err" &&
-    "$VENV/bin/python" -m pip install -q --no-index --find-links carry/wheels tinygrad 2>>"$R/venv.err"; then
-  PY=$VENV/bin/python
-else
-  echo "tinygrad-run: no venv ($(tail -n1 "$R/venv.err")); unpacking the wheel instead" >&2
-  site=$(dirname "$R")/site
-  python3 -m zipfile -e carry/wheels/tinygrad-*.whl "$site"
-  export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
-  PY=python3
-fi
+# The wheel (pure Python) unpacked onto PYTHONPATH: the machine's python3 has numpy (a
+# venv there, even with --system-site-packages, did not see it).
+site=$(dirname "$R")/site
+python3 -m zipfile -e carry/wheels/tinygrad-*.whl "$site"
+export PYTHONPATH=$site${PYTHONPATH:+:$PYTHONPATH}
+PY=python3
 "$PY" -c 'import sys, numpy, tinygrad; from importlib.metadata import version
 print("python", sys.version.split()[0], "numpy", numpy.__version__, "tinygrad", version("tinygrad"))' |
   tee "$R/env.txt"

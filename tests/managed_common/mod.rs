@@ -120,6 +120,28 @@ pub fn my_slices(dir: &Path) -> u64 {
         .sum()
 }
 
+/// This process's clients' `slices`, each by its slot and label, for [`slices_since`].
+pub fn slice_counts(dir: &Path) -> Vec<((usize, String), u64)> {
+    clients_of(dir, std::process::id())
+        .into_iter()
+        .map(|c| ((c.slot, c.label), c.slices))
+        .collect()
+}
+
+/// Slices this process's clients reported since `before` ([`slice_counts`]). A client's
+/// count leaves the segment with it, so a queue released in between (another test's, in
+/// the same process) would make a plain sum such as [`my_slices`] fall: only the clients
+/// registered now count, each from where it stood in `before` (0 if it is new).
+pub fn slices_since(dir: &Path, before: &[((usize, String), u64)]) -> u64 {
+    slice_counts(dir)
+        .into_iter()
+        .map(|(id, n)| {
+            let was = before.iter().find(|(b, _)| *b == id).map_or(0, |b| b.1);
+            n.saturating_sub(was)
+        })
+        .sum()
+}
+
 /// A readable dump of a directory's clients, for failure messages.
 pub fn describe(dir: &Path) -> String {
     let segs = list_segments(dir).unwrap_or_default();

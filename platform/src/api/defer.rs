@@ -34,7 +34,7 @@ pub fn deferring_launch<'q>(
     if m.must_defer() {
         return Some(m);
     }
-    if !m.in_order || matches!(k.sliceable, crate::core::objects::Sliceable::No(_)) {
+    if !m.in_order || matches!(k.sliceable(), crate::core::objects::Sliceable::No(_)) {
         // Never cut: nothing to decide.
         return None;
     }

@@ -16,7 +16,7 @@ use crate::core::error::CLResult;
 use crate::core::forward::{fetch_info, fetch_scalar, info_string, Inner};
 use crate::core::handle::{new_obj, Obj};
 use crate::core::objects::{
-    ArgBits, ArgKind, ArgValue, ArgValues, HeldArg, Kernel, KernelClass, Mem, Program, Queue,
+    ArgBits, ArgKind, ArgValue, HeldArg, Kernel, KernelArgs, KernelClass, Mem, Program, Queue,
     Sampler, Sliceable,
 };
 use crate::core::platform::Device;
@@ -38,16 +38,18 @@ pub(crate) fn wrap_kernel(
     name: Option<&str>,
 ) -> &'static Obj<Kernel> {
     let inner = program.get().inner.child(inner);
-    let name: std::sync::Arc<str> = match name {
-        Some(n) => n.into(),
-        None => fetch_info(|s, v, r| match inner.vt.clGetKernelInfo {
+    let vendor_name = || {
+        fetch_info(|s, v, r| match inner.vt.clGetKernelInfo {
             // SAFETY: the vendor's query on its own kernel, buffers sized by fetch_info.
             Some(f) => unsafe { f(inner.h, CL_KERNEL_FUNCTION_NAME, s, v, r) },
             None => CL_INVALID_OPERATION,
         })
         .map(|b| info_string(&b))
         .unwrap_or_default()
-        .into(),
+    };
+    let name = match name {
+        Some(n) => std::borrow::Cow::Borrowed(n),
+        None => std::borrow::Cow::Owned(vendor_name()),
     };
     let exec = program.get().exec();
     let class = program.get().class(&name, || {
@@ -58,26 +60,30 @@ pub(crate) fn wrap_kernel(
             // The application's arguments end where the hidden one begins.
             arg_kinds.truncate(i as usize);
         }
-        KernelClass::new(arg_kinds.into(), logged(&name, facts.sliceable), hidden)
+        let records = crate::core::yield_program::may_yield(program.get(), &name);
+        KernelClass::new(
+            (*name).into(),
+            arg_kinds.into(),
+            logged(&name, facts.sliceable),
+            hidden,
+            records,
+        )
     });
     if let Some(i) = class.hidden {
         set_native_geometry(&inner, i);
     }
-    let arg_kinds = class.arg_kinds.clone();
-    let held_args = Mutex::new(smallvec::smallvec![None; arg_kinds.len()]);
+    let n = class.arg_kinds.len();
     new_obj(Kernel {
         inner,
         program: program.hold(),
-        held_args,
-        args_set: ArgBits::new(arg_kinds.len()),
-        null_mems: ArgBits::new(arg_kinds.len()),
-        arg_kinds,
-        name,
-        sliceable: class.sliceable.clone(),
-        hidden: class.hidden,
+        args: Mutex::new(KernelArgs {
+            held: smallvec::smallvec![None; n],
+            values: class.records_args().then(Box::default),
+        }),
+        args_set: ArgBits::new(n),
+        null_mems: ArgBits::new(n),
         exec,
         class,
-        arg_values: Mutex::new(Some(ArgValues::new())),
     })
 }
 
@@ -198,30 +204,16 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
     let h = vcreate!(k.inner.vt, clCloneKernel(k.inner.h))?;
     // The vendor copies the argument values (inner handles), so the clone holds the same
     // wrapped objects.
-    let held = k
-        .held_args
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
+    let args = k.args.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(new_obj(Kernel {
         inner: k.inner.child(h),
         program: k.program.clone(),
-        held_args: Mutex::new(held),
+        args: Mutex::new(args),
         args_set: k.args_set.copy(),
-        null_mems: k.null_mems.copy(),
-        arg_kinds: k.arg_kinds.clone(),
-        name: k.name.clone(),
-        sliceable: k.sliceable.clone(),
         // The vendor copies the hidden argument's native value too.
-        hidden: k.hidden,
+        null_mems: k.null_mems.copy(),
         exec: k.exec.clone(),
         class: k.class.clone(),
-        arg_values: Mutex::new(
-            k.arg_values
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
-        ),
     })
     .handle())
 }
@@ -246,7 +238,7 @@ fn past_hidden(
     index: cl_uint,
     ask_vendor: impl FnOnce(cl_uint) -> CLResult<()>,
 ) -> Option<CLResult<()>> {
-    match k.hidden {
+    match k.hidden() {
         Some(h) if index >= h => Some(match ask_vendor(index.saturating_add(1)) {
             Ok(()) => Err(CL_INVALID_ARG_INDEX),
             err => err,
@@ -292,11 +284,17 @@ impl Found {
     }
 }
 
-/// Records what argument `index` now holds (the vendor accepted it). The vector was
-/// sized at creation, so this does not allocate; the old hold is dropped unlocked.
-fn set_held(k: &Kernel, index: cl_uint, value: Option<Found>) {
+/// Records what argument `index` now holds (the vendor accepted it), and its value
+/// while the class records values ([`record`]), under the one lock of the arguments.
+/// The vector was sized at creation, so this does not allocate; the old hold is dropped
+/// unlocked.
+fn set_held(k: &Kernel, index: cl_uint, value: Option<Found>, recorded: Option<Recorded>) {
     let old = {
-        let mut held = k.held_args.lock().unwrap_or_else(|e| e.into_inner());
+        let mut args = k.args.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(r) = recorded {
+            record(&mut args, index, r);
+        }
+        let held = &mut args.held;
         let i = index as usize;
         if i >= held.len() {
             if value.is_none() {
@@ -352,27 +350,36 @@ pub fn set_kernel_arg(
     }
     // Past the metadata (or without it) the vendor judges the index; a value is probed.
     let kind = k
-        .arg_kinds
+        .arg_kinds()
         .get(arg_index as usize)
         .copied()
         .unwrap_or(ArgKind::Unknown);
-    let forward = |value: *const c_void| {
+    // Forwards `value` (which must stay valid until it is recorded), and gives back what
+    // to record of it.
+    let forward = |value: *const c_void| -> CLResult<Option<Recorded>> {
         vtry!(
             k.inner.vt,
             clSetKernelArg(k.inner.h, arg_index, arg_size, value)
         )?;
         k.args_set.set(arg_index, true);
-        record_arg(k, arg_index, arg_size, value);
         // A NULL memory object: the value is NULL or points to a NULL handle.
         let null_mem = kind != ArgKind::Plain
             && arg_size == std::mem::size_of::<cl_mem>()
             // SAFETY: a non-NULL value of pointer size, by the API's contract; unaligned.
             && (value.is_null() || unsafe { (value as *const cl_mem).read_unaligned() }.is_null());
         k.null_mems.set(arg_index, null_mem);
-        Ok(())
+        Ok(Recorded::of(k, arg_size, value))
     };
     if kind == ArgKind::Plain {
-        return forward(arg_value);
+        // Data holds no object: the lock is taken only to record it.
+        if let Some(r) = forward(arg_value)? {
+            record(
+                &mut k.args.lock().unwrap_or_else(|e| e.into_inner()),
+                arg_index,
+                r,
+            );
+        }
+        return Ok(());
     }
     const HANDLE: usize = std::mem::size_of::<*mut c_void>();
     if arg_size != HANDLE || arg_value.is_null() {
@@ -384,8 +391,8 @@ pub fn set_kernel_arg(
         }
         // Data of another size, or a NULL arg_value (a NULL buffer, or a `__local` size):
         // nothing to unwrap, and nothing held any more.
-        forward(arg_value)?;
-        set_held(k, arg_index, None);
+        let r = forward(arg_value)?;
+        set_held(k, arg_index, None, r);
         return Ok(());
     }
     // SAFETY: `arg_value` is non-NULL and points to `arg_size` == pointer-size bytes by the
@@ -398,35 +405,57 @@ pub fn set_kernel_arg(
     } else {
         unwrap_arg(kind, raw)?
     };
-    match unwrapped {
-        Some(found) => forward(&found.inner() as *const *mut c_void as *const c_void)?,
+    let inner_handle;
+    let r = match unwrapped {
+        Some(found) => {
+            inner_handle = found.inner();
+            forward(&inner_handle as *const *mut c_void as *const c_void)?
+        }
         None => forward(arg_value)?,
-    }
-    set_held(k, arg_index, unwrapped);
+    };
+    set_held(k, arg_index, unwrapped, r);
     Ok(())
 }
 
-/// Records an argument value the vendor accepted (see [`Kernel::arg_values`]).
-fn record_arg(k: &Kernel, index: cl_uint, size: usize, value: *const c_void) {
-    let bytes = if value.is_null() {
-        None
-    } else {
-        // SAFETY: the vendor accepted `size` bytes at `value`, by the API's contract.
-        Some(unsafe { std::slice::from_raw_parts(value as *const u8, size) }.into())
-    };
-    let mut values = k.arg_values.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(v) = values.as_mut() {
-        let i = index as usize;
-        if i >= v.len() {
-            v.resize(i + 1, None);
-        }
-        v[i] = Some(ArgValue { size, bytes });
+/// An argument value the vendor accepted, to record: its size and where it lies.
+#[derive(Clone, Copy)]
+struct Recorded {
+    size: usize,
+    value: *const c_void,
+}
+
+impl Recorded {
+    /// The value to record for `k`'s argument, if its class records them (a kernel that
+    /// cannot yield pays one relaxed load).
+    fn of(k: &Kernel, size: usize, value: *const c_void) -> Option<Recorded> {
+        k.class.records_args().then_some(Recorded { size, value })
     }
+}
+
+/// Records an argument value (see [`KernelArgs::values`]).
+fn record(args: &mut KernelArgs, index: cl_uint, r: Recorded) {
+    let Some(v) = args.values.as_mut() else {
+        return;
+    };
+    let bytes = (!r.value.is_null()).then(|| {
+        // SAFETY: the vendor accepted `size` bytes at `value`, by the API's contract.
+        smallvec::SmallVec::from_slice(unsafe {
+            std::slice::from_raw_parts(r.value as *const u8, r.size)
+        })
+    });
+    let i = index as usize;
+    if i >= v.len() {
+        v.resize(i + 1, None);
+    }
+    v[i] = Some(ArgValue {
+        size: r.size,
+        bytes,
+    });
 }
 
 /// The kernel's arguments can no longer be replayed on another vendor kernel.
 fn unreplayable(k: &Kernel) {
-    *k.arg_values.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    k.args.lock().unwrap_or_else(|e| e.into_inner()).values = None;
 }
 
 pub fn set_kernel_arg_svm_pointer(
@@ -451,7 +480,7 @@ pub fn set_kernel_arg_svm_pointer(
     k.args_set.set(arg_index, true);
     k.null_mems.set(arg_index, false);
     unreplayable(k);
-    set_held(k, arg_index, None);
+    set_held(k, arg_index, None, None);
     Ok(())
 }
 
@@ -481,7 +510,7 @@ pub fn get_kernel_info(
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
     // A rewritten kernel's application arguments end where the hidden one begins.
-    if let Some(n) = k.hidden.filter(|_| param_name == CL_KERNEL_NUM_ARGS) {
+    if let Some(n) = k.hidden().filter(|_| param_name == CL_KERNEL_NUM_ARGS) {
         return write_info(
             param_value_size,
             param_value,

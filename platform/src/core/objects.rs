@@ -5,7 +5,7 @@
 
 use crate::core::cl::*;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use super::forward::Inner;
@@ -129,7 +129,12 @@ impl Program {
     /// The vendor program that holds the executable: the one built from rewritten source
     /// when there is one, else the application's own.
     pub fn exec_handle(&self) -> cl_program {
-        self.exec()
+        // Read under the lock, not cloned out: no reference count moves (a hot path of
+        // applications that make a kernel object per launch).
+        self.exec
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
             .and_then(|e| e.program.as_ref().map(|p| p.0.h))
             .unwrap_or(self.inner.h)
     }
@@ -138,39 +143,66 @@ impl Program {
 pub struct Kernel {
     pub inner: Inner<cl_kernel>,
     pub program: Ref<Program>,
-    /// Arguments that hold our wrappers (index → object), so `clSetKernelArg` keeps the
-    /// wrapped objects alive exactly as long as the vendor keeps the inner ones.
-    /// Sized to the argument count at creation, so setting an argument never allocates;
-    /// inline up to [`INLINE_ARGS`] arguments, so a kernel object made for one launch (as
-    /// OpenCV makes them) costs no heap allocation.
-    pub held_args: Mutex<HeldArgs>,
-    /// What each argument holds, from the vendor's argument metadata (one entry per
-    /// argument); decides which `clSetKernelArg` values are handles to unwrap.
-    pub arg_kinds: std::sync::Arc<[ArgKind]>,
-    /// The kernel function's name (for traces and profiles).
-    pub name: std::sync::Arc<str>,
-    /// Whether launches of this kernel may be cut into slices (rule 5).
-    pub sliceable: Sliceable,
+    /// What the arguments hold: the wrapped objects and the recorded values, under one
+    /// lock (one lock per `clSetKernelArg`).
+    pub args: Mutex<KernelArgs>,
     /// Which arguments have been set: a launch is deferred only when all are, since the
     /// vendor's `CL_INVALID_KERNEL_ARGS` must then come back from the enqueue itself.
     pub args_set: ArgBits,
     /// Memory-object arguments last set to NULL: re-applied to a launch's snapshot, since
     /// PoCL's `clCloneKernel` does not copy them.
     pub null_mems: ArgBits,
+    /// Keeps the rewritten executable alive, and tells a rebuild that kernels use it.
+    pub exec: Option<std::sync::Arc<crate::core::rewritten::Exec>>,
+    /// What every kernel object of this name and program shares: what the vendor's
+    /// metadata and the program's analysis say, and learned timing. Read from here, not
+    /// copied into each object: a kernel object made for one launch (as OpenCV makes
+    /// them) then costs no allocation and no reference counts beyond this one.
+    pub class: std::sync::Arc<KernelClass>,
+}
+
+impl Kernel {
+    /// The kernel function's name (for traces and profiles).
+    pub fn name(&self) -> &std::sync::Arc<str> {
+        &self.class.name
+    }
+
+    /// What each argument holds, from the vendor's argument metadata (one entry per
+    /// argument); decides which `clSetKernelArg` values are handles to unwrap.
+    pub fn arg_kinds(&self) -> &[ArgKind] {
+        &self.class.arg_kinds
+    }
+
+    /// Whether launches of this kernel may be cut into slices (rule 5).
+    pub fn sliceable(&self) -> &Sliceable {
+        &self.class.sliceable
+    }
+
     /// The index of the hidden geometry argument of a kernel from rewritten code (one past
     /// the application's last argument; see `core::rewritten`). The vendor kernel holds
     /// `NATIVE_GEOMETRY` there, so direct launches need nothing; a sliced launch's
     /// snapshot gets the whole launch's geometry.
-    pub hidden: Option<cl_uint>,
-    /// Keeps the rewritten executable alive, and tells a rebuild that kernels use it.
-    pub exec: Option<std::sync::Arc<crate::core::rewritten::Exec>>,
-    /// What every kernel object of this name and program shares (learned timing).
-    pub class: std::sync::Arc<KernelClass>,
+    pub fn hidden(&self) -> Option<cl_uint> {
+        self.class.hidden
+    }
+}
+
+/// A kernel object's arguments (see [`Kernel::args`]).
+#[derive(Clone)]
+pub struct KernelArgs {
+    /// Arguments that hold our wrappers (index → object), so `clSetKernelArg` keeps the
+    /// wrapped objects alive exactly as long as the vendor keeps the inner ones.
+    /// Sized to the argument count at creation, so setting an argument never allocates;
+    /// inline up to [`INLINE_ARGS`] arguments, so a kernel object made for one launch (as
+    /// OpenCV makes them) costs no heap allocation.
+    pub held: HeldArgs,
     /// The argument values as the vendor got them, so that a yielding launch can give the
-    /// same arguments to the kernel's persistent entry (another vendor kernel). `None`
-    /// once an argument or setting that cannot be replayed was set (SVM pointers, exec
-    /// info): such a kernel does not yield.
-    pub arg_values: Mutex<Option<ArgValues>>,
+    /// same arguments to the kernel's persistent entry (another vendor kernel). Recorded
+    /// only while the class may yield ([`KernelClass::records_args`]). `None` once an
+    /// argument or setting that cannot be replayed was set (SVM pointers, exec info): such
+    /// a kernel does not yield. Boxed, since most kernel objects record nothing: the
+    /// object stays small to make and to copy.
+    pub values: Option<Box<ArgValues>>,
 }
 
 /// One argument's value as the vendor got it (inner handles): its size, and its bytes
@@ -192,8 +224,10 @@ pub type ArgValues = smallvec::SmallVec<[Option<ArgValue>; 8]>;
 pub struct KernelClass {
     /// Unique in the process, never reused: the key of its timing models.
     pub id: usize,
+    /// See [`Kernel::name`].
+    pub name: std::sync::Arc<str>,
     /// See [`Kernel::arg_kinds`].
-    pub arg_kinds: std::sync::Arc<[ArgKind]>,
+    pub arg_kinds: Box<[ArgKind]>,
     /// See [`Kernel::sliceable`].
     pub sliceable: Sliceable,
     /// See [`Kernel::hidden`].
@@ -202,27 +236,41 @@ pub struct KernelClass {
     /// vendor as shorter than a piece (f64 bits; 0: none yet): later launches no larger
     /// than half a piece by it skip the launch checks (rule 6's cost).
     pub short_ns_per_item: AtomicU64,
+    /// Whether its launches may yet become yielding launches, which replay the argument
+    /// values ([`KernelArgs::values`]). Cleared, for good, once the program's persistent
+    /// entries are known not to include it (`core::yield_program`): from then on
+    /// `clSetKernelArg` records nothing.
+    pub records_args: AtomicBool,
 }
 
 impl KernelClass {
     /// A new class with a fresh id.
     pub fn new(
-        arg_kinds: std::sync::Arc<[ArgKind]>,
+        name: std::sync::Arc<str>,
+        arg_kinds: Box<[ArgKind]>,
         sliceable: Sliceable,
         hidden: Option<cl_uint>,
+        records_args: bool,
     ) -> Self {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
         KernelClass {
             id: NEXT.fetch_add(1, Relaxed),
+            name,
             arg_kinds,
             sliceable,
             hidden,
             short_ns_per_item: AtomicU64::new(0),
+            records_args: AtomicBool::new(records_args),
         }
+    }
+
+    /// Whether `clSetKernelArg` records values for this class's kernel objects.
+    pub fn records_args(&self) -> bool {
+        self.records_args.load(Relaxed)
     }
 }
 
-/// Kernel arguments held inline (see [`Kernel::held_args`]).
+/// Kernel arguments held inline (see [`KernelArgs::held`]).
 pub const INLINE_ARGS: usize = 16;
 
 /// What each argument of a kernel object holds.
@@ -236,16 +284,26 @@ pub struct ArgBits {
 
 impl ArgBits {
     pub fn new(count: usize) -> Self {
-        ArgBits {
-            words: (0..count.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
-            count,
-        }
+        let n = count.div_ceil(64);
+        let words = if n <= 2 {
+            // Made in place: an iterator's collect costs more than the rest of a kernel
+            // object's set-up.
+            smallvec::SmallVec::from_buf_and_len([AtomicU64::new(0), AtomicU64::new(0)], n)
+        } else {
+            (0..n).map(|_| AtomicU64::new(0)).collect()
+        };
+        ArgBits { words, count }
     }
 
     pub fn set(&self, index: cl_uint, on: bool) {
         let i = index as usize;
         if let Some(w) = self.words.get(i / 64) {
             let bit = 1u64 << (i % 64);
+            // Setting an argument again is the common case: a plain load then writes
+            // nothing (no locked instruction, no cache line taken).
+            if (w.load(Relaxed) & bit != 0) == on {
+                return;
+            }
             if on {
                 w.fetch_or(bit, Relaxed);
             } else {
@@ -370,3 +428,34 @@ declare_kind!(
 );
 declare_kind!(Kernel, cl_kernel, CL_INVALID_KERNEL, 0x5350_4b45_0000_0006);
 declare_kind!(Event, cl_event, CL_INVALID_EVENT, 0x5350_4556_0000_0007);
+
+#[cfg(test)]
+mod tests {
+    use super::ArgBits;
+
+    /// Bits are made in place up to 128 arguments and collected past that: both behave.
+    #[test]
+    fn arg_bits_of_every_size() {
+        for count in [0usize, 1, 3, 64, 65, 128, 129, 300] {
+            let b = ArgBits::new(count);
+            assert_eq!(b.all(), count == 0, "{count}: none set yet");
+            for i in 0..count {
+                b.set(i as u32, true);
+                // Setting it again changes nothing.
+                b.set(i as u32, true);
+            }
+            assert!(b.all(), "{count}: all set");
+            if count > 0 {
+                let last = (count - 1) as u32;
+                b.set(last, false);
+                b.set(last, false);
+                assert!(!b.all() && !b.get(count - 1), "{count}: last cleared");
+                assert_eq!(b.ones().count(), count - 1, "{count}");
+                assert_eq!(b.copy().ones().count(), count - 1, "{count}: copied");
+            }
+            // Past the count: ignored.
+            b.set(count as u32 + 200, true);
+            assert!(!b.get(count + 200));
+        }
+    }
+}

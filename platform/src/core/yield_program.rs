@@ -148,6 +148,8 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
     let Some((input, options)) = input else {
         tracing::debug!("no persistent entries: the program's source is not known");
         *st = YieldState::Unavailable;
+        drop(st);
+        settled(prog, None);
         return None;
     };
     *st = YieldState::Building;
@@ -165,6 +167,7 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
         builds_ended();
         tracing::warn!("softpreempt: cannot start a build thread for yielding launches: {e}");
         *prog.yielding.lock().unwrap_or_else(|e| e.into_inner()) = YieldState::Unavailable;
+        settled(prog, None);
     }
     None
 }
@@ -233,6 +236,42 @@ fn build_entries(
     Ok(owned)
 }
 
+/// Whether kernel `name` of `p` may yet run as a yielding launch, for its class's
+/// [`KernelClass::records_args`](crate::core::objects::KernelClass::records_args): not
+/// with yielding off, nor once the program's entries are settled without it; until they
+/// are, any kernel of a program whose source is known may.
+pub fn may_yield(p: &Program, name: &str) -> bool {
+    if crate::config::config().sched.yielding == crate::config::YieldMode::Never {
+        return false;
+    }
+    match &*p.yielding.lock().unwrap_or_else(|e| e.into_inner()) {
+        YieldState::Ready(e) => e.kernels.contains_key(name),
+        YieldState::Unavailable => false,
+        // Built from source, or from a binary whose source the store keeps.
+        YieldState::Unasked | YieldState::Building => {
+            p.origin
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .analysis()
+                .is_some()
+                || p.known().is_some_and(|e| e.source.is_some())
+        }
+    }
+}
+
+/// The program's persistent entries are settled (`None`: it has none): the classes of
+/// kernels without one stop recording argument values. Called without the `yielding`
+/// lock, since a class is made (under the `classes` lock) asking [`may_yield`].
+fn settled(p: &Program, exec: Option<&YieldExec>) {
+    let classes = p.classes.lock().unwrap_or_else(|e| e.into_inner());
+    for (name, c) in classes.iter() {
+        if !exec.is_some_and(|e| e.kernels.contains_key(name)) {
+            c.records_args
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// A build of persistent entries, on its thread.
 struct Job {
     program: Ref<Program>,
@@ -244,12 +283,20 @@ impl Job {
     fn run(self) {
         let prog = self.program.get();
         let state = self.make(prog);
+        let ready = match &state {
+            YieldState::Ready(e) => Some(e.clone()),
+            _ => None,
+        };
         let mut st = prog.yielding.lock().unwrap_or_else(|e| e.into_inner());
         // A build of the application's program meanwhile reset the state: this one is stale.
-        if matches!(*st, YieldState::Building) {
+        let current = matches!(*st, YieldState::Building);
+        if current {
             *st = state;
         }
         drop(st);
+        if current {
+            settled(prog, ready.as_deref());
+        }
         builds_ended();
     }
 

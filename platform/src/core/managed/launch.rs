@@ -136,8 +136,9 @@ fn retain_with(h: *mut c_void, vt: &cl_icd_dispatch, kind: u8) -> Retained {
 /// software (the application may release them right after enqueueing; the vendor only
 /// takes its own references when the launch reaches it).
 pub fn keep_args(k: &Kernel) -> Vec<Retained> {
-    let held = k.held_args.lock().unwrap_or_else(|e| e.into_inner());
-    held.iter()
+    let args = k.args.lock().unwrap_or_else(|e| e.into_inner());
+    args.held
+        .iter()
         .flatten()
         .map(|a| match a {
             HeldArg::Mem(m) => retain_with(m.get().inner.h, m.get().inner.vt, 0),
@@ -342,7 +343,7 @@ fn null_local_unit(
     let mut unit = [1usize; 3];
     let pm: usize =
         kernel_wg_info(k, device.h, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE).unwrap_or(1);
-    let null_local_ok = matches!(k.sliceable, Sliceable::Yes { null_local: true });
+    let null_local_ok = matches!(k.sliceable(), Sliceable::Yes { null_local: true });
     if null_local_ok && !is_gpu(device) {
         let max_wg: usize = kernel_wg_info(k, device.h, CL_KERNEL_WORK_GROUP_SIZE).unwrap_or(1);
         let max_item = device_item_sizes(device)
@@ -366,7 +367,7 @@ fn null_local_unit(
             .find(|&d| g0.is_multiple_of(d) && d >= 2)
         {
             unit[0] = d;
-            tracing::debug!(kernel = %k.name, items, pm, cap, group = d, "local size chosen for slices");
+            tracing::debug!(kernel = %k.name(), items, pm, cap, group = d, "local size chosen for slices");
             return (unit, true);
         }
     }
@@ -398,8 +399,8 @@ pub fn predicted_ns(
 /// depend on its work-group size).
 pub fn may_slice(k: &Kernel, geo: &Geometry, in_order: bool) -> bool {
     in_order
-        && match k.sliceable {
-            Sliceable::Yes { null_local } => null_local || geo.local.is_some(),
+        && match k.sliceable() {
+            Sliceable::Yes { null_local } => *null_local || geo.local.is_some(),
             Sliceable::No(_) => false,
         }
 }
@@ -415,7 +416,7 @@ pub fn build(
 ) -> Launch {
     let (unit, unit_is_local) = unit_of(k, device, &geo);
     let mut sliceable = may_slice(k, &geo, in_order);
-    if let Some(i) = k.hidden {
+    if let Some(i) = k.hidden() {
         // Cut or not, the launch reaches the vendor with the geometry it now gets; if it
         // cannot be set, the snapshot keeps the native value and the launch stays whole.
         sliceable = sliceable && set_geometry(&clone, k, i, &geo);
@@ -434,7 +435,7 @@ pub fn build(
         unit_is_local,
         sliceable,
         key: (k.class.id, device.h as usize),
-        name: k.name.clone(),
+        name: k.name().clone(),
         yielding,
     }
 }

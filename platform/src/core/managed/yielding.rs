@@ -95,7 +95,7 @@ pub fn prepare(
         return None;
     }
     let exec = crate::core::yield_program::entries(program)?;
-    let yk = exec.kernels.get(&*k.name)?;
+    let yk = exec.kernels.get(&**k.name())?;
     let dims = geo.work_dim as usize;
     let local = match (geo.local, yk.reqd_local) {
         (Some(l), Some(r)) if l[..dims] != r[..dims] => return None,
@@ -118,10 +118,12 @@ pub fn prepare(
         return None;
     }
     let values = k
-        .arg_values
+        .args
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .clone()?;
+        .values
+        .as_deref()
+        .cloned()?;
     if values.len() < yk.args as usize {
         return None;
     }
