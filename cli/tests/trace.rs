@@ -35,9 +35,9 @@ fn trace_child() {
                 &[("rows_done", 64u64.into())],
             );
             assert!(profile::enabled());
-            profile::launch("mandel", &"low", 4, 40_000, 12_000);
-            profile::launch("mandel", &"low", 2, 20_000, 11_000);
-            profile::launch("vadd", &"high", 1, 500, 500);
+            profile::launch("mandel", &"low", 4, 40_000, 12_000, 3);
+            profile::launch("mandel", &"low", 2, 20_000, 11_000, 0);
+            profile::launch("vadd", &"high", 1, 500, 500, 0);
         }
         "killed" => {
             for i in 0..5_000u64 {
@@ -166,6 +166,7 @@ fn processes_write_traces_and_profiles_that_merge_into_one_timeline() {
         .unwrap();
     assert_eq!(mandel["launches"], 2);
     assert_eq!(mandel["slices"], 6);
+    assert_eq!(mandel["yields"], 3);
     assert_eq!(mandel["total_device_ns"], 60_000);
     assert_eq!(mandel["mean_device_ns"], 30_000);
     assert_eq!(mandel["priority"], "low");

@@ -557,9 +557,7 @@ fn run_entry(
                 // Bounded, in case the launch ends first; where the host cannot see
                 // the counter while the kernel runs, at once.
                 When::Ticket(k) => {
-                    control
-                        .progress()
-                        .map_or(true, |t| t.wrapping_sub(base) >= k)
+                    control.progress().is_none_or(|t| t.wrapping_sub(base) >= k)
                         || now >= start + Duration::from_secs(1)
                 }
             };

@@ -223,7 +223,7 @@ fn main() {
         });
         println!("| claim_device, nobody lower on the device | {n} | {t:.0} ns |");
         let t = ns_per(iters, || {
-            me.leave_device(me.enter_device(Some(1000)), false)
+            me.leave_device(me.enter_device(Some(1000)), false);
         });
         println!("| enter_device+leave_device, nobody higher | {n} | {t:.0} ns |");
         let t = ns_per(iters, || {

@@ -102,8 +102,8 @@ pub fn direct<T>(
             }
             let data = Arc::into_raw(watch.clone()) as *mut std::ffi::c_void;
             match vt.clSetEventCallback {
-                // SAFETY: our trampoline, with a Watch reference it takes back.
                 Some(f)
+                    // SAFETY: our trampoline, with a Watch reference it takes back.
                     if unsafe {
                         f(
                             ev,

@@ -108,18 +108,6 @@ fn group_id(name: &str) -> Option<u32> {
     None
 }
 
-#[cfg(test)]
-mod tests {
-    use super::group_id;
-
-    #[test]
-    fn groups_by_name_or_number() {
-        assert_eq!(group_id("root"), Some(0));
-        assert_eq!(group_id("4242"), Some(4242));
-        assert_eq!(group_id("no-such-group-softpreempt"), None);
-    }
-}
-
 /// The arbiter of each device this process uses, opened on first use. `None` records a
 /// device whose segment could not be opened (its queues run in pass-through).
 static ARBITERS: OnceCell<Mutex<HashMap<String, Option<Arc<Arbiter>>>>> = OnceCell::new();
@@ -205,4 +193,16 @@ pub fn client_info(priority: Priority, label: &str) -> ClientInfo {
     ClientInfo::new(priority)
         .with_exe(&exe_name())
         .with_label(label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_id;
+
+    #[test]
+    fn groups_by_name_or_number() {
+        assert_eq!(group_id("root"), Some(0));
+        assert_eq!(group_id("4242"), Some(4242));
+        assert_eq!(group_id("no-such-group-softpreempt"), None);
+    }
 }

@@ -192,12 +192,12 @@ fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) ->
 
 /// Whether `device` is a GPU (cached per device).
 pub fn is_gpu(device: &crate::core::forward::Inner<cl_device_id>) -> bool {
-    device_facts(device).1 & CL_DEVICE_TYPE_GPU as u64 != 0
+    device_facts(device).1 & CL_DEVICE_TYPE_GPU != 0
 }
 
 /// Whether the device is a CPU device (its kernels run on threads of this process).
 pub fn is_cpu(device: &crate::core::forward::Inner<cl_device_id>) -> bool {
-    device_facts(device).1 & CL_DEVICE_TYPE_CPU as u64 != 0
+    device_facts(device).1 & CL_DEVICE_TYPE_CPU != 0
 }
 
 /// The device's compute units and type bits, asked once per device.

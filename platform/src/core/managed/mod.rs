@@ -51,6 +51,9 @@ pub type Call = Box<
 >;
 
 /// What a deferred command does.
+// A launch is much larger than a call; boxing it would add an allocation to every deferred
+// launch, which is moved once into the FIFO and once out: not worth it.
+#[allow(clippy::large_enum_variant)]
 pub enum Work {
     /// A kernel launch, cut into slices when allowed.
     Launch(Launch),

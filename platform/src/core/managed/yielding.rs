@@ -108,11 +108,11 @@ pub fn prepare(
     };
     // Uniform ranges only: a persistent group has no partial last group.
     let mut total = 1u64;
-    for d in 0..dims {
-        if local[d] == 0 || !geo.global[d].is_multiple_of(local[d]) {
+    for (&g, &l) in geo.global[..dims].iter().zip(&local[..dims]) {
+        if l == 0 || !g.is_multiple_of(l) {
             return None;
         }
-        total = total.saturating_mul((geo.global[d] / local[d]) as u64);
+        total = total.saturating_mul((g / l) as u64);
     }
     if total == 0 || total >= MAX_GROUPS {
         return None;
