@@ -61,6 +61,9 @@ pub struct YieldLaunch {
     /// The kernel's persistent entry, with the application's arguments as they were at
     /// enqueue; the hidden ones are set per run.
     pub entry: Retained,
+    /// The control words the entry gets as an argument: declared after `entry`, so they
+    /// are freed (with the last launch holding them) only after the kernel is released.
+    pub control: Arc<Control>,
     /// Index of the hidden geometry argument (the control words follow it).
     pub hidden: cl_uint,
     /// The local size every persistent group runs with (the original launch's).
@@ -127,7 +130,8 @@ pub fn prepare(
     if values.len() < yk.args as usize {
         return None;
     }
-    let ctx = m.control()?.ctx.clone();
+    let control = m.control()?;
+    let ctx = control.ctx.clone();
     let name = std::ffi::CString::new(yk.entry.as_str()).ok()?;
     let mut err = CL_SUCCESS;
     let h = match ctx.vt.clCreateKernel {
@@ -155,6 +159,7 @@ pub fn prepare(
     let (wave, _) = super::launch::wave_work_groups(&m.device, local[..dims].iter().product());
     Some(YieldLaunch {
         entry,
+        control,
         hidden: yk.args,
         local,
         total,
@@ -166,6 +171,8 @@ pub fn prepare(
 pub struct Control {
     pub ctx: Inner<cl_context>,
     words: Words,
+    /// Whether `ctx` was retained (released after the words are freed).
+    retained: bool,
     /// The epoch of the latest run (each run gets a new one).
     epoch: AtomicU32,
     /// The ticket counter's value where the next launch begins.
@@ -250,9 +257,23 @@ impl Control {
             }
             Words::Buffer { mem, side }
         };
+        // The words are freed when the last launch whose entry kernel holds them is gone
+        // (`YieldLaunch::control`), which may be after the vendor queue, and with it the
+        // last reference to the context, is gone: freeing SVM in a context the vendor had
+        // destroyed, or before a kernel that still had the words as an argument was
+        // released, corrupted PoCL's heap (pyopencl's suite under `yielding = "chaos"`
+        // crashed in a later clCreateContext, 1 run in 3). So the words hold the context.
+        // The vendor's CL_CONTEXT_REFERENCE_COUNT reads one more meanwhile, as it does for
+        // the second queue and buffer on NVIDIA.
+        let retained = match ctx.vt.clRetainContext {
+            // SAFETY: the vendor's live context (its queue is alive).
+            Some(f) => (unsafe { f(ctx.h) }) == CL_SUCCESS,
+            None => false,
+        };
         Some(Control {
             ctx,
             words,
+            retained,
             epoch: AtomicU32::new(0),
             base: AtomicU32::new(0),
         })
@@ -370,6 +391,10 @@ impl Drop for Control {
                     }
                 }
             }
+        }
+        if let (true, Some(f)) = (self.retained, vt.clReleaseContext) {
+            // SAFETY: the reference `new` took, released once, after the words are gone.
+            unsafe { f(self.ctx.h) };
         }
     }
 }
