@@ -14,8 +14,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-/// A fresh private directory for arbiter segments (removed by nobody: it is tiny and the
-/// name carries the pid, so runs never share one).
+/// A fresh private directory for arbiter segments, named by the pid. Pids are reused: a
+/// directory left by an earlier run of the same pid (its segment, its stop file) is
+/// removed first. Leftovers of that kind made `memory_reserve` fail now and then on a
+/// machine that had run the suite many times (its children read the old stop file and
+/// segment).
 pub fn private_dir(tag: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -23,6 +26,7 @@ pub fn private_dir(tag: &str) -> PathBuf {
         "softpreempt-managed-{}-{tag}-{n}",
         std::process::id()
     ));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
