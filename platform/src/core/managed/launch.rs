@@ -267,13 +267,6 @@ pub fn default_local(
     device: &crate::core::forward::Inner<cl_device_id>,
     geo: &Geometry,
 ) -> [usize; 3] {
-    let pm: usize = kernel_wg_info(k, device.h, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE)
-        .unwrap_or(1)
-        .max(1);
-    let max_wg: usize = kernel_wg_info(k, device.h, CL_KERNEL_WORK_GROUP_SIZE).unwrap_or(1);
-    let max_item = device_item_sizes(device)
-        .and_then(|v| v.first().copied())
-        .unwrap_or(1);
     if !is_gpu(device) {
         // A CPU device runs a group on one thread: the slices' choice (small enough for
         // every thread to have groups, large enough to vectorize) keeps a group, and so a
@@ -283,6 +276,13 @@ pub fn default_local(
             return unit;
         }
     }
+    let pm: usize = kernel_wg_info(k, device.h, CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE)
+        .unwrap_or(1)
+        .max(1);
+    let max_wg: usize = kernel_wg_info(k, device.h, CL_KERNEL_WORK_GROUP_SIZE).unwrap_or(1);
+    let max_item = device_item_sizes(device)
+        .and_then(|v| v.first().copied())
+        .unwrap_or(1);
     let cap = YIELD_GROUP_ITEMS.min(max_wg).min(max_item);
     let g0 = geo.global[0];
     match (1..=cap / pm)
