@@ -226,11 +226,12 @@ def main():
             print(f"SoftPreempt's kernels in {name} (pieces: launches sent in slices; "
                   "times in µs):")
             print(f"  {'kernel':<36} {'priority':<8} {'launches':>8} {'pieces':>8} "
-                  f"{'mean':>9} {'max piece':>9}")
+                  f"{'mean':>9} {'max piece':>9} {'yields':>7} {'not asked':>9}")
             for k in sorted(r["profile"], key=lambda k: -k["total_device_ns"]):
                 print(f"  {k['kernel'][:36]:<36} {k['priority']:<8} {k['launches']:>8} "
                       f"{k['slices']:>8} {k['mean_device_ns'] / 1e3:>9.1f} "
-                      f"{k['max_piece_ns'] / 1e3:>9.1f}")
+                      f"{k['max_piece_ns'] / 1e3:>9.1f} {k.get('yields', 0):>7} "
+                      f"{k.get('not_asked', 0):>9}")
     finish(a.json, options=vars(a), rows=rows, table=table)
 
 

@@ -35,9 +35,16 @@ fn trace_child() {
                 &[("rows_done", 64u64.into())],
             );
             assert!(profile::enabled());
-            profile::launch("mandel", &"low", 4, 40_000, 12_000, 3);
-            profile::launch("mandel", &"low", 2, 20_000, 11_000, 0);
-            profile::launch("vadd", &"high", 1, 500, 500, 0);
+            let run = |pieces, device_ns, max_piece_ns, yields| profile::Launch {
+                pieces,
+                device_ns,
+                max_piece_ns,
+                yields,
+                not_asked: false,
+            };
+            profile::launch("mandel", &"low", run(4, 40_000, 12_000, 3));
+            profile::launch("mandel", &"low", run(2, 20_000, 11_000, 0));
+            profile::launch("vadd", &"high", run(1, 500, 500, 0));
         }
         "killed" => {
             for i in 0..5_000u64 {

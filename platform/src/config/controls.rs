@@ -444,10 +444,11 @@ controls! {
         dir: Option<PathBuf> = None, expect "a directory path",
             env "SOFTPREEMPT_TRACE", example r#"dir = "/tmp/softpreempt-trace""#,
             valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
-        /// File that per-kernel statistics (launches, slices, yields, total and mean
-        /// device time, by kernel name and priority) are appended to, one JSON
-        /// line per kernel, when a process exits or releases its last queue.
-        /// Unset: no profile.
+        /// File that per-kernel statistics (launches, slices, yields, launches
+        /// never asked to yield because their groups outlast the driver's own
+        /// hand-over (`not_asked`), total and mean device time, by kernel name and
+        /// priority) are appended to, one JSON line per kernel, when a process
+        /// exits or releases its last queue. Unset: no profile.
         profile: Option<PathBuf> = None, expect "a file path",
             env "SOFTPREEMPT_PROFILE", example r#"profile = "/tmp/softpreempt-profile.jsonl""#,
             valid |v| v.iter().all(|p| !p.as_os_str().is_empty());

@@ -25,6 +25,36 @@ pub struct KernelStats {
     /// The longest piece (a slice, or a launch sent whole), ns: the preemption
     /// granularity a higher priority met behind this kernel.
     pub max_piece_ns: u64,
+    /// Yielding launches never asked to yield: their groups outlast the driver's own
+    /// hand-over, so a higher priority does not wait for them (why a kernel that runs as
+    /// persistent groups still shows no yields).
+    pub not_asked: u64,
+}
+
+/// What one launch did, as `launch` counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Launch {
+    /// Pieces submitted (1 for a launch sent whole; the runs of a yielding launch).
+    pub pieces: u64,
+    /// Device time of all pieces, ns (0 where unknown).
+    pub device_ns: u64,
+    /// The longest piece, ns (0 where unknown).
+    pub max_piece_ns: u64,
+    /// Pieces that ended in a yield.
+    pub yields: u64,
+    /// A yielding launch whose groups were too long to be asked (see `not_asked`).
+    pub not_asked: bool,
+}
+
+impl Launch {
+    /// A launch sent whole whose device time is not measured.
+    pub const WHOLE: Launch = Launch {
+        pieces: 1,
+        device_ns: 0,
+        max_piece_ns: 0,
+        yields: 0,
+        not_asked: false,
+    };
 }
 
 /// Statistics by (kernel name, priority), in name order.
@@ -35,22 +65,15 @@ pub struct ProfileTable {
 
 impl ProfileTable {
     /// Counts one launch.
-    pub fn add(
-        &mut self,
-        kernel: &str,
-        priority: &str,
-        slices: u64,
-        device_ns: u64,
-        max_piece_ns: u64,
-        yields: u64,
-    ) {
+    pub fn add(&mut self, kernel: &str, priority: &str, l: &Launch) {
         let key = (kernel.to_string(), priority.to_string());
         let s = self.kernels.entry(key).or_default();
         s.launches += 1;
-        s.slices += slices;
-        s.yields += yields;
-        s.device_ns += device_ns;
-        s.max_piece_ns = s.max_piece_ns.max(max_piece_ns);
+        s.slices += l.pieces;
+        s.yields += l.yields;
+        s.device_ns += l.device_ns;
+        s.max_piece_ns = s.max_piece_ns.max(l.max_piece_ns);
+        s.not_asked += u64::from(l.not_asked);
     }
 
     /// The totals of `kernel` at `priority`.
@@ -71,6 +94,7 @@ impl ProfileTable {
                 "launches": s.launches,
                 "slices": s.slices,
                 "yields": s.yields,
+                "not_asked": s.not_asked,
                 "total_device_ns": s.device_ns,
                 "mean_device_ns": s.device_ns / s.launches.max(1),
                 "mean_piece_ns": s.device_ns / s.slices.max(1),
@@ -114,29 +138,14 @@ pub fn enabled() -> bool {
     })
 }
 
-/// Counts one launch of `kernel` at `priority`: `slices` pieces, `device_ns` in all, the
-/// longest piece `max_piece_ns` (0 where unknown), `yields` of them ended by a yield.
-pub fn launch(
-    kernel: &str,
-    priority: &dyn std::fmt::Display,
-    slices: u64,
-    device_ns: u64,
-    max_piece_ns: u64,
-    yields: u64,
-) {
+/// Counts one launch of `kernel` at `priority`.
+pub fn launch(kernel: &str, priority: &dyn std::fmt::Display, l: Launch) {
     if !enabled() {
         return;
     }
     let mut table = TABLE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, t)) = table.as_mut() {
-        t.add(
-            kernel,
-            &priority.to_string(),
-            slices,
-            device_ns,
-            max_piece_ns,
-            yields,
-        );
+        t.add(kernel, &priority.to_string(), &l);
     }
 }
 
@@ -165,10 +174,17 @@ mod tests {
 
     #[test]
     fn lines_are_json_with_means_and_never_count_twice() {
+        let run = |pieces, device_ns, max_piece_ns, yields, not_asked| Launch {
+            pieces,
+            device_ns,
+            max_piece_ns,
+            yields,
+            not_asked,
+        };
         let mut t = ProfileTable::default();
-        t.add("mandel", "low", 4, 4_000, 1_500, 3);
-        t.add("mandel", "low", 2, 2_000, 1_200, 0);
-        t.add("mandel", "high", 1, 500, 500, 0);
+        t.add("mandel", "low", &run(4, 4_000, 1_500, 3, false));
+        t.add("mandel", "low", &run(2, 2_000, 1_200, 0, true));
+        t.add("mandel", "high", &run(1, 500, 500, 0, false));
         assert_eq!(
             t.get("mandel", "low"),
             Some(KernelStats {
@@ -177,13 +193,14 @@ mod tests {
                 yields: 3,
                 device_ns: 6_000,
                 max_piece_ns: 1_500,
+                not_asked: 1,
             })
         );
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profile.jsonl");
         append(&path, &t.take_lines(9, "app")).unwrap();
         append(&path, &t.take_lines(9, "app")).unwrap();
-        t.add("vadd", "normal", 1, 10, 10, 0);
+        t.add("vadd", "normal", &run(1, 10, 10, 0, false));
         append(&path, &t.take_lines(9, "app")).unwrap();
 
         let text = std::fs::read_to_string(&path).unwrap();
@@ -200,6 +217,7 @@ mod tests {
         assert_eq!(low["launches"], 2);
         assert_eq!(low["slices"], 6);
         assert_eq!(low["yields"], 3);
+        assert_eq!(low["not_asked"], 1);
         assert_eq!(low["total_device_ns"], 6000);
         assert_eq!(low["mean_device_ns"], 3000);
         assert_eq!(low["mean_piece_ns"], 1000);

@@ -18,6 +18,7 @@ use super::profiles::{self, ProfileKey};
 use super::{monotonic_ns, Command, Managed, Work};
 use crate::config;
 use crate::core::cl::*;
+use crate::trace::profile::Launch as Profiled;
 
 type ReleaseFn = unsafe extern "C" fn(*mut c_void) -> cl_int;
 
@@ -310,10 +311,12 @@ impl Submitter {
             crate::trace::profile::launch(
                 &p.kernel,
                 &self.m.priority,
-                pieces,
-                self.launch_ns,
-                self.launch_max_ns,
-                0,
+                Profiled {
+                    pieces,
+                    device_ns: self.launch_ns,
+                    max_piece_ns: self.launch_max_ns,
+                    ..Profiled::default()
+                },
             );
             self.launch_ns = 0;
             self.launch_max_ns = 0;
@@ -576,7 +579,7 @@ impl Submitter {
             }
             release_event(self.vt(), ev);
             // Not retired here, so its device time is unknown to the profile.
-            crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0, 0);
+            crate::trace::profile::launch(&l.name, &self.m.priority, Profiled::WHOLE);
             return Ok(());
         }
         if let Some(y) = &l.yielding {
@@ -616,7 +619,7 @@ impl Submitter {
                 }
                 if long_wave {
                     release_event(self.vt(), ev);
-                    crate::trace::profile::launch(&l.name, &self.m.priority, 1, 0, 0, 0);
+                    crate::trace::profile::launch(&l.name, &self.m.priority, Profiled::WHOLE);
                 } else {
                     // Retired in order like any piece, holding no grant: its time is the
                     // long reference that tells when slicing may pay again.
@@ -939,10 +942,13 @@ impl Submitter {
                 crate::trace::profile::launch(
                     &l.name,
                     &self.m.priority,
-                    runs,
-                    launch_ns,
-                    max_ns,
-                    runs - 1,
+                    Profiled {
+                        pieces: runs,
+                        device_ns: launch_ns,
+                        max_piece_ns: max_ns,
+                        yields: runs - 1,
+                        not_asked: yield_ns.is_none(),
+                    },
                 );
                 return Ok(());
             }
