@@ -105,16 +105,27 @@ fn stats(arb: &Arbiter, label: &str) -> ClientStats {
     client(arb, label).unwrap_or_else(|| panic!("no client {label}"))
 }
 
+/// A test's arbiter (leases of `lease`), a low-priority child "lp" publishing
+/// `yield_ns`, and the test itself as the high-priority client "hp".
+fn hp_over_lp(name: &str, lease: Duration, yield_ns: &str) -> (TestDir, Arbiter, Kid, Client) {
+    let d = TestDir::new(name);
+    let arb = open(&d, lease);
+    let kid = lp(&d, "low", "lp", yield_ns);
+    let hp = arb
+        .register(ClientInfo::new(Priority::HIGH).with_label("hp"))
+        .unwrap();
+    (d, arb, kid, hp)
+}
+
 /// An HP waits for a lower client that leaves the device when asked, every time, and the
 /// yields are counted on both sides.
 #[test]
 fn hp_waits_for_a_lower_client_that_leaves_when_asked() {
-    let d = TestDir::new("hs-leave");
-    let arb = open(&d, Duration::from_secs(30));
-    let _lp = lp(&d, "low", "lp", &NEVER.as_nanos().to_string());
-    let hp = arb
-        .register(ClientInfo::new(Priority::HIGH).with_label("hp"))
-        .unwrap();
+    let (_d, arb, _lp, hp) = hp_over_lp(
+        "hs-leave",
+        Duration::from_secs(30),
+        &NEVER.as_nanos().to_string(),
+    );
     let rounds = 10;
     for _ in 0..rounds {
         on_device(&arb, "lp");
@@ -149,16 +160,28 @@ fn nobody_lower_on_the_device_means_no_wait() {
     assert_eq!(hp.claim_device(NEVER), Handshake::default());
 }
 
+/// A lower client whose claims publish 0 (a CPU device's launch with groups longer than
+/// the cap) is asked to yield, and the HP does not wait for it.
+#[test]
+fn a_lower_client_that_publishes_zero_is_asked_and_not_waited_for() {
+    let (_d, arb, _lp, hp) = hp_over_lp("hs-zero", Duration::from_secs(30), "0");
+    on_device(&arb, "lp");
+    let hs = hp.claim_device(NEVER);
+    assert_eq!(hs.lower_on_device, 1, "{hs:?}");
+    assert_eq!((hs.waited_ns, hs.expired), (0, false), "{hs:?}");
+    eventually("the lower client yields", LIVENESS, || {
+        stats(&arb, "lp").yields_done >= 1
+    });
+    hp.idle();
+    let h = stats(&arb, "hp");
+    assert_eq!((h.hs_expired, h.hs_wait_ns), (0, 0), "{h:?}");
+}
+
 /// A stopped LP: the first wait ends at the bound, and once its lease lapses later waits
 /// skip its claim; after SIGCONT it yields again.
 #[test]
 fn a_stopped_lower_client_is_waited_for_only_until_the_bound_then_skipped() {
-    let d = TestDir::new("hs-stop");
-    let arb = open(&d, Duration::from_secs(1));
-    let lp_kid = lp(&d, "low", "lp", "50000000");
-    let hp = arb
-        .register(ClientInfo::new(Priority::HIGH).with_label("hp"))
-        .unwrap();
+    let (_d, arb, lp_kid, hp) = hp_over_lp("hs-stop", Duration::from_secs(1), "50000000");
     on_device(&arb, "lp");
     lp_kid.stop();
     let first = hp.claim_device(NEVER);
@@ -187,12 +210,7 @@ fn a_stopped_lower_client_is_waited_for_only_until_the_bound_then_skipped() {
 /// A killed LP's claim is reclaimed: after one expired wait at most, nobody waits for it.
 #[test]
 fn a_killed_lower_client_s_claim_is_reclaimed() {
-    let d = TestDir::new("hs-kill");
-    let arb = open(&d, Duration::from_secs(30));
-    let mut lp_kid = lp(&d, "low", "lp", "50000000");
-    let hp = arb
-        .register(ClientInfo::new(Priority::HIGH).with_label("hp"))
-        .unwrap();
+    let (_d, arb, mut lp_kid, hp) = hp_over_lp("hs-kill", Duration::from_secs(30), "50000000");
     on_device(&arb, "lp");
     lp_kid.kill9();
     eventually("the dead client's slot is reclaimed", LIVENESS, || {

@@ -272,7 +272,7 @@ impl Client {
     /// Higher side, on the direct path before forwarding a command: raises demand (as
     /// [`Client::announce_demand`]), asks the lower clients on the device to yield, and
     /// waits until they are all off or the bound passes: `min(cap, the largest yield_ns
-    /// they published)`. Spins for up to 20 µs, then futex-waits. Returns at once, having
+    /// they published)`; a lower client that published 0 is asked and not waited for. Spins for up to 20 µs, then futex-waits. Returns at once, having
     /// waited 0, when no lower client is on the device (a few atomic loads). Claims that
     /// cannot yield and claims whose lease lapsed are not waited for.
     pub fn claim_device(&self, cap: Duration) -> Handshake {
@@ -293,6 +293,11 @@ impl Client {
         };
         if r.count > 0 {
             futex::wake_all(&v.h.yield_generation);
+        }
+        // Every claim asked published 0: asked, and not waited for (a CPU device's launch
+        // whose groups outlast the cap: it frees the cores at its next group boundary,
+        // and waiting for that would only delay this client).
+        if r.count > 0 && r.bound_ns > 0 {
             let cap_ns = cap.as_nanos().min(u64::MAX as u128) as u64;
             let deadline = start.saturating_add(cap_ns.min(r.bound_ns));
             let spin_until = start.saturating_add(SPIN_NS).min(deadline);

@@ -814,7 +814,19 @@ impl Submitter {
                 per_wave.max(0.0) as u64
             });
         let need = wave.saturating_add(super::yielding::SIGNAL_NS);
-        let yield_ns = (need <= GPU_HANDOVER_NS).then_some(need);
+        // A CPU device has no hand-over of its own: the low launch's threads share the
+        // cores with the higher priority's until the launch ends, however long its
+        // groups, so leaving at the next group boundary always frees them sooner, and it
+        // is always asked. Past the cap it publishes 0, asked and not waited for: the
+        // higher priority runs beside it meanwhile rather than idle (on PoCL, waiting the
+        // cap for groups of several ms added the whole cap to every request).
+        let yield_ns = if need <= cap.as_nanos() as u64 || (l.gpu && need <= GPU_HANDOVER_NS) {
+            Some(need)
+        } else if l.gpu {
+            None
+        } else {
+            Some(0)
+        };
         let base = ctl.base.load(Ordering::Acquire);
         let mut global = y.local;
         global[0] = y.local[0] * y.persistent as usize;
