@@ -309,7 +309,9 @@ controls! {
         /// 2000 on a GPU (about the driver's own hand-over between processes),
         /// 8000 on other devices (PoCL pays about 30 µs per launch), each under
         /// 0.5% of a lone process's throughput (docs/benchmarks.md). Ignored
-        /// with `slice = "never"`.
+        /// with `slice = "never"`, and for launches that run as yielding
+        /// launches: they are never cut, since they stop at their next group
+        /// boundary when asked, from their first group on.
         piece_us: Option<u64> = None,
             expect "an integer between 100 and 1000000", example "piece_us = 4000",
             valid |v| v.iter().all(|v| in_range(v, 100, 1_000_000));
