@@ -107,9 +107,7 @@ fn a_low_queue_idles_the_cpu_device_threads_once_a_higher_priority_registers() {
     let _ = std::fs::remove_file(&stop);
     let mut high = spawn_high(&stop);
     mc::eventually("the high child registers", Duration::from_secs(30), || {
-        mc::all_clients(dir)
-            .iter()
-            .any(|c| c.priority.map(|p| p.to_string()).as_deref() == Some("high"))
+        mc::all_clients(dir).iter().any(|c| mc::at_level(c, "high"))
     });
     // The low queue's next command sees the higher priority.
     run(low, k);

@@ -297,9 +297,11 @@ fn program(env: &Env, fill: cl_kernel, inc: cl_kernel, seed: u64, steps: usize) 
     }
     // Read before the queues go: their clients' statistics go with them.
     let dir = mc::init(SCHED);
-    let done = mc::clients_of(dir, std::process::id())
-        .iter()
-        .fold((0, 0), |(s, y), c| (s + c.slices, y + c.yields_done));
+    let mine = mc::clients_of(dir, std::process::id());
+    let done = (
+        mc::sum_of(&mine, None, |c| c.slices),
+        mc::sum_of(&mine, None, |c| c.yields_done),
+    );
     for e in w.events {
         // SAFETY: events the program owns, released once.
         ok(unsafe { clReleaseEvent(e) });

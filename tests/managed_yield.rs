@@ -75,10 +75,9 @@ fn expected(offset: [usize; 2]) -> Vec<u32> {
 }
 
 fn yields(dir: &std::path::Path) -> u64 {
-    mc::clients_of(dir, std::process::id())
-        .iter()
-        .map(|c| c.yields_done)
-        .sum()
+    mc::sum_of(&mc::clients_of(dir, std::process::id()), None, |c| {
+        c.yields_done
+    })
 }
 
 /// Launches `k` (`SRC`'s `tiles`) on the low queue until the process has yielded at least

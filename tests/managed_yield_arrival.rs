@@ -104,15 +104,9 @@ fn arrival(name: &str, n: usize, iters: u32) {
             );
         }
         // Read while both run: a client's statistics go with its queue.
-        let sum = |level: &str, f: fn(&mc::ClientStats) -> u64| -> u64 {
-            mc::all_clients(dir)
-                .iter()
-                .filter(|c| c.priority.map(|p| p.to_string()).as_deref() == Some(level))
-                .map(f)
-                .sum()
-        };
-        yields = yields.max(sum("low", |c| c.yields_done));
-        hs_waits = hs_waits.max(sum("high", |c| c.hs_waits));
+        let all = mc::all_clients(dir);
+        yields = yields.max(mc::sum_of(&all, Some("low"), |c| c.yields_done));
+        hs_waits = hs_waits.max(mc::sum_of(&all, Some("high"), |c| c.hs_waits));
     }
     println!("{launches} launches, {yields} yields, {hs_waits} handshake waits");
     std::fs::write(&stop, b"").unwrap();

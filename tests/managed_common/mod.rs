@@ -92,11 +92,26 @@ pub fn clients_of(dir: &Path, pid: u32) -> Vec<ClientStats> {
         .collect()
 }
 
+/// The sum of `f` over `clients` at priority level `level` ("low", "normal", "high"), or
+/// over all of them with `None`.
+pub fn sum_of(clients: &[ClientStats], level: Option<&str>, f: fn(&ClientStats) -> u64) -> u64 {
+    clients
+        .iter()
+        .filter(|c| level.is_none_or(|l| at_level(c, l)))
+        .map(f)
+        .sum()
+}
+
+/// Whether client `c` is at priority level `level` ("low", "normal", "high").
+pub fn at_level(c: &ClientStats, level: &str) -> bool {
+    c.priority.map(|p| p.to_string()).as_deref() == Some(level)
+}
+
 /// This process's clients at priority level `level` ("low", "normal", "high").
 pub fn clients_at(dir: &Path, level: &str) -> Vec<ClientStats> {
     clients_of(dir, std::process::id())
         .into_iter()
-        .filter(|c| c.priority.map(|p| p.to_string()).as_deref() == Some(level))
+        .filter(|c| at_level(c, level))
         .collect()
 }
 
