@@ -54,7 +54,9 @@ pub(crate) fn wrap_kernel(
     };
     let exec = program.get().exec();
     let class = program.get().class(&name, || {
-        let mut arg_kinds = arg_kinds(&inner);
+        let kinds = arg_kinds(&inner);
+        let counted = kinds.is_some();
+        let mut arg_kinds = kinds.unwrap_or_default();
         let facts = crate::core::binaries::kernel_facts(program.get(), &name);
         let hidden = facts.hidden.filter(|_| exec.is_some());
         if let Some(i) = hidden {
@@ -62,13 +64,19 @@ pub(crate) fn wrap_kernel(
             arg_kinds.truncate(i as usize);
         }
         let records = crate::core::yield_program::may_yield(program.get(), &name);
-        KernelClass::new(
+        let class = KernelClass::new(
             (*name).into(),
             arg_kinds.into(),
             logged(&name, facts.sliceable),
             hidden,
             records,
-        )
+        );
+        if !counted {
+            // Without the argument count the layer cannot tell which arguments a new
+            // object set, so a vendor kernel with an earlier object's values is not reused.
+            class.spares.empty(true);
+        }
+        class
     });
     if let Some(i) = class.hidden {
         set_native_geometry(&inner, i);
@@ -148,14 +156,15 @@ fn arg_info(k: &Inner<cl_kernel>, index: cl_uint, name: cl_kernel_arg_info) -> C
 
 /// Classifies every argument. The vendor may have no metadata (programs built without
 /// `-cl-kernel-arg-info`): such arguments are `Unknown` and probed when set.
-fn arg_kinds(k: &Inner<cl_kernel>) -> Vec<ArgKind> {
+/// `None`: the vendor did not say how many arguments there are.
+fn arg_kinds(k: &Inner<cl_kernel>) -> Option<Vec<ArgKind>> {
     let n: cl_uint = fetch_scalar(|s, v, r| match k.vt.clGetKernelInfo {
         // SAFETY: the vendor's query on its own kernel, into a cl_uint.
         Some(f) => unsafe { f(k.h, CL_KERNEL_NUM_ARGS, s, v, r) },
         None => CL_INVALID_OPERATION,
     })
-    .unwrap_or(0);
-    (0..n).map(|i| classify(k, i)).collect()
+    .ok()?;
+    Some((0..n).map(|i| classify(k, i)).collect())
 }
 
 fn classify(k: &Inner<cl_kernel>, i: cl_uint) -> ArgKind {
