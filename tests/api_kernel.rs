@@ -1,7 +1,7 @@
 //! Kernels through the real loader, side by side with bare PoCL: handle-valued info,
 //! argument translation (buffers, images, samplers, local memory, NULL buffers, SVM),
-//! cloning, the work-group / argument / sub-group queries, bad handles and arguments, and
-//! reference counts.
+//! cloning, the work-group / argument / sub-group queries, bad handles and arguments,
+//! reference counts, and kernel objects made again from a released one's vendor kernel.
 
 mod common;
 
