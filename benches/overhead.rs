@@ -173,6 +173,35 @@ fn main() {
             clReleaseKernel(made(e));
         },
     );
+    // The same with the launch between, as OpenCV makes it (6 calls an iteration): the
+    // kernel object's vendor kernel is still queued at release.
+    row(
+        "create+3 args+launch+release (per call)",
+        KERNEL_CALLS + 1.0,
+        &mut |e, i| {
+            let g = 16usize;
+            // SAFETY: the kernel just made, with its arguments set; the queue is drained
+            // now and then so that it stays short.
+            unsafe {
+                let k = made(e);
+                clEnqueueNDRangeKernel(
+                    e.queue,
+                    k,
+                    1,
+                    std::ptr::null(),
+                    &g,
+                    std::ptr::null(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                );
+                clReleaseKernel(k);
+                if i % 256 == 255 {
+                    clFinish(e.queue);
+                }
+            }
+        },
+    );
     // Device memory accounting (issue 25): a buffer counted in the device's segment at
     // creation and returned at release, against the bare create and release. The added
     // cost bounds the accounting's (it also holds the wrapper's own).

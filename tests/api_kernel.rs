@@ -1,7 +1,7 @@
 //! Kernels through the real loader, side by side with bare PoCL: handle-valued info,
 //! argument translation (buffers, images, samplers, local memory, NULL buffers, SVM),
-//! cloning, the work-group / argument / sub-group queries, bad handles and arguments, and
-//! reference counts.
+//! cloning, the work-group / argument / sub-group queries, bad handles and arguments,
+//! reference counts, and kernel objects made again from a released one's vendor kernel.
 
 mod common;
 
@@ -752,4 +752,199 @@ fn reference_counts_match_bare() {
     let sp = go(&Env::sp());
     assert_eq!(sp[..2], [1, 2]);
     assert_eq!(sp, go(&Env::new(bare_platform())));
+}
+
+/// Kernel objects made for one launch and released after it, as OpenCV makes them: the
+/// layer keeps the released object's vendor kernel and gives it to the next object of the
+/// same name (`core::kernel_pool`). The new object must look new: no argument set (the
+/// vendor kernel still holds the old ones), one reference, the same metadata.
+#[test]
+fn a_kernel_made_again_has_no_arguments_and_one_reference() {
+    let go = |env: &Env| {
+        let p = env.program(SRC);
+        let (a, b) = (env.buffer(16), env.buffer(16));
+        let k = env.kernel(p, "scale");
+        ok(set_arg(k, 0, &a));
+        ok(set_arg(k, 1, &2i32));
+        run(env, k, 4, None);
+        release_kernel(k);
+        let mut seen = Vec::new();
+        for round in 0..3 {
+            let k = env.kernel(p, "scale");
+            let rc: cl_uint = kernel_handle(k, CL_KERNEL_REFERENCE_COUNT);
+            let args: cl_uint = kernel_handle(k, CL_KERNEL_NUM_ARGS);
+            seen.push((rc, args));
+            let g = 4usize;
+            let launch = || {
+                // SAFETY: a valid queue and kernel; one dimension.
+                unsafe {
+                    clEnqueueNDRangeKernel(
+                        env.queue,
+                        k,
+                        1,
+                        null(),
+                        &g,
+                        null(),
+                        0,
+                        null(),
+                        null_mut(),
+                    )
+                }
+            };
+            assert_eq!(launch(), CL_INVALID_KERNEL_ARGS, "round {round}: none set");
+            ok(set_arg(k, 1, &(3i32 + round)));
+            assert_eq!(launch(), CL_INVALID_KERNEL_ARGS, "round {round}: one unset");
+            // SAFETY: a valid queue and kernel.
+            #[allow(deprecated)]
+            let task = unsafe { clEnqueueTask(env.queue, k, 0, null(), null_mut()) };
+            assert_eq!(task, CL_INVALID_KERNEL_ARGS, "round {round}: task");
+            ok(set_arg(k, 0, &b));
+            run(env, k, 4, None);
+            seen.push((env.read::<i32>(b, 4).iter().sum::<i32>() as cl_uint, 0));
+            // A clone of it has its arguments; a second reference is counted.
+            let mut err = 0;
+            // SAFETY: cloning a live kernel.
+            let c = unsafe { clCloneKernel(k, &mut err) };
+            ok(err);
+            // SAFETY: retaining a live kernel.
+            ok(unsafe { clRetainKernel(k) });
+            seen.push((kernel_handle(k, CL_KERNEL_REFERENCE_COUNT), 0));
+            release_kernel(k);
+            release_kernel(k);
+            env.write(b, &[0i32; 4]);
+            run(env, c, 4, None);
+            seen.push((env.read::<i32>(b, 4).iter().sum::<i32>() as cl_uint, 1));
+            release_kernel(c);
+        }
+        assert_eq!(
+            env.read::<i32>(a, 4),
+            vec![0, 2, 4, 6],
+            "the first launch's"
+        );
+        release_mem(a);
+        release_mem(b);
+        release_program(p);
+        seen
+    };
+    let sp = go(&Env::sp());
+    assert_eq!(sp[0], (1, 2));
+    assert_eq!(sp[1], (18, 0), "0+3+6+9");
+    assert_eq!(sp, go(&Env::new(bare_platform())));
+}
+
+/// A released kernel object's vendor kernel serves the next object while the first
+/// object's launch still waits (behind a user event): the vendor took the arguments at
+/// enqueue, so both launches compute with their own.
+#[test]
+fn a_kernel_made_again_while_the_last_launch_waits() {
+    let env = Env::sp();
+    let p = env.program(SRC);
+    let bufs: Vec<cl_mem> = (0..4).map(|_| env.buffer(16)).collect();
+    let mut err = 0;
+    // SAFETY: a valid context.
+    let gate = unsafe { clCreateUserEvent(env.context, &mut err) };
+    ok(err);
+    for (i, &b) in bufs.iter().enumerate() {
+        let k = env.kernel(p, "scale");
+        ok(set_arg(k, 0, &b));
+        ok(set_arg(k, 1, &(i as i32 + 2)));
+        let g = 4usize;
+        // SAFETY: a kernel with its arguments set, waiting for the user event.
+        ok(unsafe {
+            clEnqueueNDRangeKernel(env.queue, k, 1, null(), &g, null(), 1, &gate, null_mut())
+        });
+        release_kernel(k);
+    }
+    // SAFETY: our user event, completed once.
+    ok(unsafe { clSetUserEventStatus(gate, CL_COMPLETE as cl_int) });
+    // SAFETY: a valid queue.
+    ok(unsafe { clFinish(env.queue) });
+    for (i, &b) in bufs.iter().enumerate() {
+        let f = i as i32 + 2;
+        assert_eq!(
+            env.read::<i32>(b, 4),
+            vec![0, f, 2 * f, 3 * f],
+            "launch {i}"
+        );
+        release_mem(b);
+    }
+    // SAFETY: our user event.
+    ok(unsafe { clReleaseEvent(gate) });
+    release_program(p);
+}
+
+/// Spare vendor kernels stay attached to the vendor program: a build after the kernel
+/// objects were released must succeed, for a plain program and for one the layer
+/// rewrote (which reads `get_group_id`), and the kernels made after it run the new build.
+#[test]
+fn a_program_builds_again_after_its_kernels_were_released() {
+    let env = Env::sp();
+    let srcs = [
+        "__kernel void put(__global int *o) { o[get_global_id(0)] = 1; }",
+        "__kernel void put(__global int *o) { o[get_global_id(0)] = (int)get_group_id(0) + 1; }",
+    ];
+    for src in srcs {
+        let p = env.program(src);
+        let b = env.buffer(16);
+        for _ in 0..2 {
+            for _ in 0..3 {
+                let k = env.kernel(p, "put");
+                ok(set_arg(k, 0, &b));
+                run(&env, k, 4, Some(1));
+                release_kernel(k);
+            }
+            // SAFETY: a program with no kernel objects left, built again for its device.
+            let rc = unsafe { clBuildProgram(p, 1, &env.device, null(), None, null_mut()) };
+            assert_eq!(rc, CL_SUCCESS, "{src}");
+        }
+        assert_eq!(
+            env.read::<i32>(b, 4)[3],
+            if src.contains("group") { 4 } else { 1 }
+        );
+        // A live kernel object still blocks a build, as on the bare driver.
+        let k = env.kernel(p, "put");
+        // SAFETY: as above, with a kernel object attached.
+        let rc = unsafe { clBuildProgram(p, 1, &env.device, null(), None, null_mut()) };
+        assert_eq!(rc, CL_INVALID_OPERATION, "{src}");
+        release_kernel(k);
+        release_mem(b);
+        release_program(p);
+    }
+}
+
+/// OpenCV releases its kernel objects on the vendor's callback thread while its main
+/// thread makes new ones: one thread makes, sets and launches, another releases.
+#[test]
+fn kernels_made_and_released_on_two_threads() {
+    const LAUNCHES: usize = 300;
+    let env = Env::sp();
+    let p = env.program("__kernel void add(__global int *o, int f) { o[get_global_id(0)] += f; }");
+    let b = env.buffer(16);
+    env.write(b, &[0i32; 4]);
+    let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    let releaser = std::thread::spawn(move || {
+        for k in rx {
+            release_kernel(k as cl_kernel);
+        }
+    });
+    for i in 0..LAUNCHES {
+        let k = env.kernel(p, "add");
+        let rc: cl_uint = kernel_handle(k, CL_KERNEL_REFERENCE_COUNT);
+        assert_eq!(rc, 1, "launch {i}");
+        ok(set_arg(k, 0, &b));
+        ok(set_arg(k, 1, &1i32));
+        let g = 4usize;
+        // SAFETY: a kernel with its arguments set.
+        ok(unsafe {
+            clEnqueueNDRangeKernel(env.queue, k, 1, null(), &g, null(), 0, null(), null_mut())
+        });
+        tx.send(k as usize).unwrap();
+    }
+    drop(tx);
+    releaser.join().unwrap();
+    // SAFETY: a valid queue.
+    ok(unsafe { clFinish(env.queue) });
+    assert_eq!(env.read::<i32>(b, 4), vec![LAUNCHES as i32; 4]);
+    release_mem(b);
+    release_program(p);
 }

@@ -212,8 +212,9 @@ pub fn launch(
     range: Range,
     (n, list, event): (cl_uint, *const cl_event, *mut cl_event),
 ) -> CLResult<Launch> {
-    // "CL_INVALID_KERNEL_ARGS if the kernel argument values have not been specified" is
-    // the vendor's to say, synchronously: such a launch goes direct.
+    // "CL_INVALID_KERNEL_ARGS if the kernel argument values have not been specified":
+    // said synchronously by the entry point (`enqueue::kernel`) before it gets here; a
+    // launch that got here without is the vendor's to judge, directly.
     if !k.args_set.all() {
         return Ok(Launch::Direct(0));
     }

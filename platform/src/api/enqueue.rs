@@ -72,6 +72,12 @@ fn kernel<'a>(q: &Obj<Queue>, h: cl_kernel) -> CLResult<&'a Kernel> {
     if k.program.get().context != q.get().context {
         return Err(CL_INVALID_CONTEXT);
     }
+    // "CL_INVALID_KERNEL_ARGS if the kernel argument values have not been specified."
+    // Said here, not left to the vendor: a kernel object's vendor kernel may be a spare
+    // of an earlier object (`core::kernel_pool`), whose arguments the vendor still holds.
+    if !k.args_set.all() {
+        return Err(CL_INVALID_KERNEL_ARGS);
+    }
     Ok(k)
 }
 

@@ -8,6 +8,7 @@
 
 use crate::core::cl::*;
 use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use crate::api::device::read_handle;
@@ -53,7 +54,9 @@ pub(crate) fn wrap_kernel(
     };
     let exec = program.get().exec();
     let class = program.get().class(&name, || {
-        let mut arg_kinds = arg_kinds(&inner);
+        let kinds = arg_kinds(&inner);
+        let counted = kinds.is_some();
+        let mut arg_kinds = kinds.unwrap_or_default();
         let facts = crate::core::binaries::kernel_facts(program.get(), &name);
         let hidden = facts.hidden.filter(|_| exec.is_some());
         if let Some(i) = hidden {
@@ -61,17 +64,35 @@ pub(crate) fn wrap_kernel(
             arg_kinds.truncate(i as usize);
         }
         let records = crate::core::yield_program::may_yield(program.get(), &name);
-        KernelClass::new(
+        let class = KernelClass::new(
             (*name).into(),
             arg_kinds.into(),
             logged(&name, facts.sliceable),
             hidden,
             records,
-        )
+        );
+        if !counted {
+            // Without the argument count the layer cannot tell which arguments a new
+            // object set, so a vendor kernel with an earlier object's values is not reused.
+            class.spares.empty(true);
+        }
+        class
     });
     if let Some(i) = class.hidden {
         set_native_geometry(&inner, i);
     }
+    new_kernel(program, inner, exec, class, false)
+}
+
+/// A kernel object with no argument set around vendor kernel `inner` of `class`;
+/// `recycled` when the vendor kernel is a spare of an earlier object.
+fn new_kernel(
+    program: &Obj<Program>,
+    inner: Inner<cl_kernel>,
+    exec: Option<std::sync::Arc<crate::core::rewritten::Exec>>,
+    class: std::sync::Arc<KernelClass>,
+    recycled: bool,
+) -> &'static Obj<Kernel> {
     let n = class.arg_kinds.len();
     new_obj(Kernel {
         inner,
@@ -84,6 +105,8 @@ pub(crate) fn wrap_kernel(
         null_mems: ArgBits::new(n),
         exec,
         class,
+        exec_info_set: AtomicBool::new(false),
+        recycled,
     })
 }
 
@@ -133,14 +156,15 @@ fn arg_info(k: &Inner<cl_kernel>, index: cl_uint, name: cl_kernel_arg_info) -> C
 
 /// Classifies every argument. The vendor may have no metadata (programs built without
 /// `-cl-kernel-arg-info`): such arguments are `Unknown` and probed when set.
-fn arg_kinds(k: &Inner<cl_kernel>) -> Vec<ArgKind> {
+/// `None`: the vendor did not say how many arguments there are.
+fn arg_kinds(k: &Inner<cl_kernel>) -> Option<Vec<ArgKind>> {
     let n: cl_uint = fetch_scalar(|s, v, r| match k.vt.clGetKernelInfo {
         // SAFETY: the vendor's query on its own kernel, into a cl_uint.
         Some(f) => unsafe { f(k.h, CL_KERNEL_NUM_ARGS, s, v, r) },
         None => CL_INVALID_OPERATION,
     })
-    .unwrap_or(0);
-    (0..n).map(|i| classify(k, i)).collect()
+    .ok()?;
+    Some((0..n).map(|i| classify(k, i)).collect())
 }
 
 fn classify(k: &Inner<cl_kernel>, i: cl_uint) -> ArgKind {
@@ -190,6 +214,21 @@ pub fn create_kernel(program: cl_program, kernel_name: *const c_char) -> CLResul
     if p.building() {
         return Err(CL_INVALID_PROGRAM_EXECUTABLE);
     }
+    // A kernel of this name was made from this build before: a spare vendor kernel of a
+    // released object serves, with no vendor call (`core::kernel_pool`). The vendor would
+    // accept the name, since it made that kernel. Its arguments still hold the earlier
+    // object's values, but the new object has none set, and every launch checks that
+    // (`enqueue::kernel`). The hidden argument keeps its native value (only clones are
+    // given another).
+    if let Some(name) = crate::core::args::c_str(kernel_name)
+        .ok()
+        .and_then(|n| n.to_str().ok())
+    {
+        if let Some((class, spare)) = p.spare(name) {
+            let (inner, exec) = spare.into_parts();
+            return Ok(new_kernel(o, inner, exec, class, true).handle());
+        }
+    }
     // The name is plain text: the vendor validates it (NULL, unknown name).
     let h = vcreate!(p.inner.vt, clCreateKernel(p.exec_handle(), kernel_name))?;
     // The vendor accepted the name, so it is a valid C string of the kernel's name.
@@ -214,6 +253,10 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         null_mems: k.null_mems.copy(),
         exec: k.exec.clone(),
         class: k.class.clone(),
+        // "clCloneKernel ... The returned kernel object is an exact copy of source_kernel"
+        // (exec info included), so the clone's vendor kernel carries it too.
+        exec_info_set: AtomicBool::new(k.exec_info_set.load(Relaxed)),
+        recycled: false,
     })
     .handle())
 }
@@ -224,7 +267,18 @@ pub fn retain_kernel(kernel: cl_kernel) -> CLResult<()> {
 
 pub fn release_kernel(kernel: cl_kernel) -> CLResult<()> {
     // What was learned about its launches stays with its class (the program's).
-    refcount::release::<Kernel>(kernel, |k| vtry!(k.inner.vt, clReleaseKernel(k.inner.h)))
+    let o = check(kernel)?;
+    // Read before the release, after which another thread's release may free the wrapper;
+    // the vendor kernel lives on, since this call's vendor reference is not given up yet.
+    let inner = o.get().inner.clone();
+    // The count goes down first, so that of concurrent releases exactly one is the last:
+    // that one leaves its vendor reference to the wrapper (`Kernel`'s drop), which keeps
+    // the vendor kernel as a spare or releases it once nothing holds the wrapper; every
+    // other release is mirrored onto the vendor kernel as before.
+    if o.app_release_left()? == 0 {
+        return Ok(());
+    }
+    vtry!(inner.vt, clReleaseKernel(inner.h))
 }
 
 /// The hidden argument of a rewritten kernel, and anything past it, is no argument of the
@@ -491,6 +545,9 @@ pub fn set_kernel_exec_info(
     param_value: *const c_void,
 ) -> CLResult<()> {
     let k = check(kernel)?.get();
+    // The vendor kernel now holds a setting a new kernel object must not inherit: it is
+    // not kept as a spare (set before the call, which may apply part of it and fail).
+    k.exec_info_set.store(true, Relaxed);
     // CL_KERNEL_EXEC_INFO_SVM_PTRS and the fine-grain flag carry addresses and booleans,
     // no handles: forwarded unchanged.
     vtry!(
@@ -508,7 +565,19 @@ pub fn get_kernel_info(
     param_value: *mut c_void,
     param_value_size_ret: *mut usize,
 ) -> CLResult<()> {
-    let k = check(kernel)?.get();
+    let o = check(kernel)?;
+    let k = o.get();
+    // A spare vendor kernel's own count also holds what the vendor took for the earlier
+    // object's launches still queued; a new kernel object has its application's alone.
+    if k.recycled && param_name == CL_KERNEL_REFERENCE_COUNT {
+        let n = cl_uint::try_from(o.app_refs()).unwrap_or(cl_uint::MAX);
+        return write_info(
+            param_value_size,
+            param_value,
+            param_value_size_ret,
+            bytes_of(&n),
+        );
+    }
     // A rewritten kernel's application arguments end where the hidden one begins.
     if let Some(n) = k.hidden().filter(|_| param_name == CL_KERNEL_NUM_ARGS) {
         return write_info(

@@ -633,6 +633,10 @@ fn fell_back(p: &Program, r: &CLResult<()>, tried: Option<String>) {
 
 /// Before a build or compile: forgets the rewritten executable of an earlier build.
 fn unhook(p: &Program) -> CLResult<()> {
+    // Spare vendor kernels of released kernel objects (`core::kernel_pool`) are no
+    // kernel objects of the application's: they go first, or the vendor (and the count
+    // below) would refuse the build because of them.
+    p.release_spares();
     let mut cell = p.exec.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(e) = cell.as_ref().filter(|e| e.program.is_some()) {
         // Kernels hold the executable; the application's vendor program has none attached,
@@ -1081,6 +1085,13 @@ pub fn get_program_info(
             if p.exec().is_some() =>
         {
             return forward(p.exec_handle())
+        }
+        CL_PROGRAM_REFERENCE_COUNT => {
+            // Spare vendor kernels (`core::kernel_pool`) hold their vendor program, as a
+            // kernel object would; the bare count has no such kernels. They go first (a
+            // rare debugging query: the next kernel objects pay a vendor create again).
+            p.release_spares();
+            return forward(p.inner.h);
         }
         // Everything else holds no handle: forwarded as is.
         _ => return forward(p.inner.h),

@@ -127,6 +127,12 @@ impl<T: Kind> Obj<T> {
     /// The application released its handle. Returns `Err` for a release without a
     /// matching retain; otherwise drops one reference (maybe the last).
     pub fn app_release(&self) -> CLResult<()> {
+        self.app_release_left().map(drop)
+    }
+
+    /// [`Obj::app_release`], saying how many application references are left: of several
+    /// releases on several threads exactly one sees 0.
+    pub fn app_release_left(&self) -> CLResult<usize> {
         let mut cur = self.app_refs.load(Ordering::Relaxed);
         loop {
             if cur == 0 {
@@ -146,7 +152,7 @@ impl<T: Kind> Obj<T> {
             ptr: self as *const _ as *mut _,
             _p: PhantomData,
         });
-        Ok(())
+        Ok(cur - 1)
     }
 
     /// Application references left (for release decisions that depend on it).

@@ -101,7 +101,41 @@ impl Program {
         let old = std::mem::take(&mut *self.classes.lock().unwrap_or_else(|e| e.into_inner()));
         for c in old.values() {
             crate::core::managed::forget_kernel(c.id);
+            // Its spare vendor kernels hold the vendor program (a rebuild would fail, a
+            // release would not free it); kernel objects of the old build that are
+            // released later go to the vendor.
+            c.spares.empty(true);
         }
+    }
+
+    /// Releases the spare vendor kernels of every class, which keep the vendor program's
+    /// kernels attached (see [`KernelClass::spares`]); the classes keep collecting.
+    pub fn release_spares(&self) {
+        let classes: Vec<_> = self
+            .classes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for c in classes {
+            c.spares.empty(false);
+        }
+    }
+
+    /// The class of kernel `name` and one of its spare vendor kernels, if it has one.
+    pub fn spare(
+        &self,
+        name: &str,
+    ) -> Option<(std::sync::Arc<KernelClass>, crate::core::kernel_pool::Spare)> {
+        let class = self
+            .classes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)?
+            .clone();
+        let spare = class.spares.take()?;
+        Some((class, spare))
     }
 
     /// The options of its latest build (see [`Program::options`]).
@@ -159,6 +193,32 @@ pub struct Kernel {
     /// copied into each object: a kernel object made for one launch (as OpenCV makes
     /// them) then costs no allocation and no reference counts beyond this one.
     pub class: std::sync::Arc<KernelClass>,
+    /// Set once `clSetKernelExecInfo` was called: the vendor kernel keeps that setting
+    /// (SVM pointers, fine-grain flags), which no new kernel object may inherit, so it is
+    /// released at the end instead of kept as a spare.
+    pub exec_info_set: AtomicBool,
+    /// Its vendor kernel was a spare of an earlier kernel object (see `core::kernel_pool`).
+    pub recycled: bool,
+}
+
+/// The wrapper goes when nothing holds it any more: the application released its last
+/// reference, and no launch, callback or other holder of the layer's keeps it (they hold
+/// the wrapper, `Ref<Kernel>`, for as long as they use its vendor kernel). Only then is
+/// the vendor kernel free for another kernel object: it becomes a spare of its class, or
+/// its last reference goes to the vendor. (Launches that wait in the layer use a clone,
+/// the vendor copies arguments at enqueue, and yielding launches make their own kernel.)
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        let spare = crate::core::kernel_pool::Spare {
+            inner: self.inner.clone(),
+            exec: self.exec.take(),
+        };
+        if !self.exec_info_set.load(Relaxed) {
+            if let Err(spare) = self.class.spares.put(spare) {
+                drop(spare);
+            }
+        }
+    }
 }
 
 impl Kernel {
@@ -241,6 +301,9 @@ pub struct KernelClass {
     /// entries are known not to include it (`core::yield_program`): from then on
     /// `clSetKernelArg` records nothing.
     pub records_args: AtomicBool,
+    /// Vendor kernels of released kernel objects, for the next `clCreateKernel` of this
+    /// name and build (see `core::kernel_pool`).
+    pub spares: crate::core::kernel_pool::KernelPool,
 }
 
 impl KernelClass {
@@ -261,6 +324,7 @@ impl KernelClass {
             hidden,
             short_ns_per_item: AtomicU64::new(0),
             records_args: AtomicBool::new(records_args),
+            spares: Default::default(),
         }
     }
 
@@ -318,8 +382,17 @@ impl ArgBits {
             .is_some_and(|w| w.load(Relaxed) & (1 << (index % 64)) != 0)
     }
 
+    /// Whether every argument is set (checked at every launch: a word at a time).
     pub fn all(&self) -> bool {
-        (0..self.count).all(|i| self.get(i))
+        self.words.iter().enumerate().all(|(w, word)| {
+            let left = self.count - (w * 64).min(self.count);
+            let want = if left >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << left) - 1
+            };
+            word.load(Relaxed) & want == want
+        })
     }
 
     /// The indices whose bit is set.
