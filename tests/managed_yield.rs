@@ -382,8 +382,8 @@ const PERTURB: &str = "MALLOC_PERTURB_";
 /// first launch, while that program's persistent entries still build on the layer's
 /// thread, as pyopencl's tests do at their end. The build must hold the vendor context:
 /// building in a context PoCL had destroyed corrupted its heap, and pyopencl's suite under
-/// chaos crashed in a later clCreateContext (issue 23). Without the hold, the child died
-/// of SIGSEGV or SIGBUS in 2 runs of 3.
+/// chaos crashed in a later clCreateContext (issue 23). Without the hold, the child
+/// crashed (SIGBUS or SIGSEGV, mostly at its exit) in 7 runs of 10.
 #[test]
 fn releasing_the_context_while_its_entries_build() {
     mc::run_child(
@@ -406,10 +406,17 @@ fn releasing_child() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    let options = format!("-DSP_TEST_RELEASE={}_{nonce}", std::process::id());
+    // The race is the point: a round whose entries were built before its launch ended (a
+    // busy machine) tests nothing, so up to three rounds with new options.
+    let caught = (0..3).any(|attempt| {
+        quick_round(&format!(
+            "-DSP_TEST_RELEASE={}_{nonce}_{attempt}",
+            std::process::id()
+        ))
+    });
     assert!(
-        quick_round(&options),
-        "the first launch starts the entries' build, which is still running"
+        caught,
+        "a first launch starts the entries' build, which is still running when it ends"
     );
     quick_round("-DSP_TEST_RELEASE=0");
     mc::eventually("the entries' builds end", Duration::from_secs(60), || {
