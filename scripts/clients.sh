@@ -4,7 +4,7 @@
 #    SoftPreempt platform, each twice with one XDG_CACHE_HOME per platform (the second run
 #    loads every program from pyopencl's and PoCL's binary caches, as users run every
 #    day), then once more through SoftPreempt with `slice = "always"` and `yielding =
-#    "chaos"` (yields requested at random moments; the profile must count yields);
+#    "chaos"` (yields requested at random moments; yields counted);
 #  - an OpenCV T-API (cv2.UMat) workload, bare and through SoftPreempt, twice each (OpenCV
 #    caches program binaries too), then once more through SoftPreempt alone with
 #    `slice = "always"` and `yielding = "chaos"` (yields requested at random moments; the
@@ -248,14 +248,16 @@ if [ -z "$only" ] || [ "$only" = pyopencl ]; then
   note "  $(tail -n1 "$out/hp-holder.log")"
   # slice = "always", alone on the device: with a higher priority registered, "contended"
   # (above) already slices every launch; "always" is what makes a process alone slice.
-  # Under chaos too: every yielding launch stops at a random moment and resumes, so the
-  # results below are those of resumed launches, and the profile must count yields.
+  # Under chaos too: every yielding launch is asked to stop at a random moment and resumes
+  # (issue 23's crash came from this run). Its yields are counted, not required: a cold run
+  # here had 0 of 413 launches yield (each test makes a new context, so few launches come
+  # after their program's persistent entries are built, and those are short), so OpenCV's
+  # run 3 carries the check that chaos yields.
   run_suite "sp-always" softpreempt "$work/cache-always" \
     sp_env chaos SOFTPREEMPT_PROFILE="$out/profile-sp-always.jsonl" -- "${SUITE_ALWAYS[@]}"
   read -r launches slices yields < <(profile_sum "$out/profile-sp-always.jsonl" normal)
   note "  alone, slice = \"always\", yielding = \"chaos\": $launches launches in $slices pieces, $yields yields"
   if [ "$launches" -gt 0 ]; then pass; else fail "sp-always: no launch went through the scheduler"; fi
-  if [ "$yields" -gt 0 ]; then pass; else fail "sp-always: no launch yielded under yielding = \"chaos\""; fi
   # The always run has a cache of its own: it is compared with bare run 1 (cold caches).
   bad=0
   "$py" "$HERE/compare.py" pytest "$summary" \
