@@ -231,7 +231,8 @@ pub fn run_child(name: &str, env: (&str, &std::ffi::OsStr), marker: &str) {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success() && text.contains(marker),
-        "{text}\n{}",
+        "{}\n{text}\n{}",
+        out.status,
         String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -9,6 +9,7 @@ pub mod events;
 pub mod extensions;
 pub mod forward;
 pub mod handle;
+pub mod held_context;
 pub mod kernel_pool;
 pub mod managed;
 pub mod memory;

@@ -33,6 +33,7 @@ use softpreempt_transform::{Analysis, YieldKernel, YieldProgram};
 use crate::core::cl::*;
 use crate::core::forward::Inner;
 use crate::core::handle::{Obj, Ref};
+use crate::core::held_context::HeldContext;
 use crate::core::objects::Program;
 use crate::core::rewritten::{self, options_ptr, OwnedProgram};
 use crate::core::sliceable::{sha256_hex, Origin};
@@ -152,11 +153,20 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
         settled(prog, None);
         return None;
     };
+    // The build holds the vendor context: the application may release everything of it
+    // before the build ends (`core::held_context`).
+    let Some(context) = HeldContext::retain(&prog.context.get().inner) else {
+        *st = YieldState::Unavailable;
+        drop(st);
+        settled(prog, None);
+        return None;
+    };
     *st = YieldState::Building;
     drop(st);
     builds_started();
     let job = Job {
         program: p.hold(),
+        context,
         input,
         options,
     };
@@ -275,12 +285,23 @@ fn settled(p: &Program, exec: Option<&YieldExec>) {
 /// A build of persistent entries, on its thread.
 struct Job {
     program: Ref<Program>,
+    /// The program's vendor context, held until the build has ended.
+    context: HeldContext,
     input: Input,
     options: Option<CString>,
 }
 
 impl Job {
     fn run(self) {
+        self.settle();
+        // The program (maybe its last reference, and with it the entries) and then the
+        // context are released before the build counts as ended (`wait_for_builds`).
+        drop(self);
+        builds_ended();
+    }
+
+    /// Builds the entries and records the outcome in the program.
+    fn settle(&self) {
         let prog = self.program.get();
         let state = self.make(prog);
         let ready = match &state {
@@ -297,7 +318,6 @@ impl Job {
         if current {
             settled(prog, ready.as_deref());
         }
-        builds_ended();
     }
 
     /// Analyses (a stored source), rewrites and builds the entries.
@@ -320,7 +340,7 @@ impl Job {
         log_no_yield(&y.skipped);
         let context = prog.context.get();
         let devices: Vec<cl_device_id> = context.devices.iter().map(|d| d.get().inner.h).collect();
-        match build_entries(&context.inner, &devices, &y.source, &self.options) {
+        match build_entries(&self.context, &devices, &y.source, &self.options) {
             Ok(program) => {
                 tracing::debug!(kernels = y.kernels.len(), "persistent entries built");
                 YieldState::Ready(Arc::new(YieldExec {

@@ -40,6 +40,7 @@ use crate::config::{self, YieldMode};
 use crate::core::cl::*;
 use crate::core::forward::Inner;
 use crate::core::handle::Obj;
+use crate::core::held_context::HeldContext;
 use crate::core::objects::{Kernel, Program};
 
 /// Launches predicted shorter than this are not worth a yielding launch: the submitter
@@ -131,7 +132,7 @@ pub fn prepare(
         return None;
     }
     let control = m.control()?;
-    let ctx = control.ctx.clone();
+    let ctx = &control.ctx;
     let name = std::ffi::CString::new(yk.entry.as_str()).ok()?;
     let mut err = CL_SUCCESS;
     let h = match ctx.vt.clCreateKernel {
@@ -169,10 +170,9 @@ pub fn prepare(
 
 /// A queue's control words (see the module's comment).
 pub struct Control {
-    pub ctx: Inner<cl_context>,
+    /// The vendor context, held until the words are freed (see `new`).
+    pub ctx: HeldContext,
     words: Words,
-    /// Whether `ctx` was retained (released after the words are freed).
-    retained: bool,
     /// The epoch of the latest run (each run gets a new one).
     epoch: AtomicU32,
     /// The ticket counter's value where the next launch begins.
@@ -213,7 +213,13 @@ impl Control {
         if rc != CL_SUCCESS || ctx.is_null() {
             return None;
         }
-        let ctx = q.child(ctx);
+        // The words are freed when the last launch whose entry kernel holds them is gone
+        // (`YieldLaunch::control`), which may be after the vendor queue, and with it the
+        // last reference to the context, is gone: freeing SVM in a context the vendor had
+        // destroyed, or before a kernel that still had the words as an argument was
+        // released, is undefined. So the words hold the context (released in `Drop`
+        // after the words are freed, as fields drop after `drop`).
+        let ctx = HeldContext::retain(&q.child(ctx))?;
         let words = if fine_grained_svm(device) {
             let alloc = ctx.vt.clSVMAlloc?;
             let flags = CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS;
@@ -257,23 +263,9 @@ impl Control {
             }
             Words::Buffer { mem, side }
         };
-        // The words are freed when the last launch whose entry kernel holds them is gone
-        // (`YieldLaunch::control`), which may be after the vendor queue, and with it the
-        // last reference to the context, is gone: freeing SVM in a context the vendor had
-        // destroyed, or before a kernel that still had the words as an argument was
-        // released, corrupted PoCL's heap (pyopencl's suite under `yielding = "chaos"`
-        // crashed in a later clCreateContext, 1 run in 3). So the words hold the context.
-        // The vendor's CL_CONTEXT_REFERENCE_COUNT reads one more meanwhile, as it does for
-        // the second queue and buffer on NVIDIA.
-        let retained = match ctx.vt.clRetainContext {
-            // SAFETY: the vendor's live context (its queue is alive).
-            Some(f) => (unsafe { f(ctx.h) }) == CL_SUCCESS,
-            None => false,
-        };
         Some(Control {
             ctx,
             words,
-            retained,
             epoch: AtomicU32::new(0),
             base: AtomicU32::new(0),
         })
@@ -391,10 +383,6 @@ impl Drop for Control {
                     }
                 }
             }
-        }
-        if let (true, Some(f)) = (self.retained, vt.clReleaseContext) {
-            // SAFETY: the reference `new` took, released once, after the words are gone.
-            unsafe { f(self.ctx.h) };
         }
     }
 }
