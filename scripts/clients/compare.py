@@ -4,7 +4,9 @@
         pyopencl's suite: one JUnit XML per run. A test is named by its module and its
         name with the platform taken out of the parametrisation (the context factory and
         platform objects print the platform's name, which differs by construction), so the
-        same test on both platforms has the same name. Any test that passed on the bare
+        same test on both platforms has the same name. BARE.xml may end in
+        `@module,module...`: only the bare results of those test modules are compared (a
+        SoftPreempt run of part of the suite). Any test that passed on the bare
         driver and did not pass through SoftPreempt (failed, errored, skipped or missing) is
         a regression: all are printed, and the exit status is the number of runs (LABEL
         triples) with a regression or a missing XML.
@@ -106,7 +108,11 @@ def compare_pytest(out, triples):
     bad_runs = 0
     for label, bare_path, sp_path in triples:
         before = len(problems)
+        bare_path, _, only = bare_path.partition("@")
         bare, sp = read_junit(bare_path), read_junit(sp_path)
+        if bare is not None and only:
+            modules = set(only.split(","))
+            bare = {t: o for t, o in bare.items() if t.split("::")[0] in modules}
         if bare is None:
             problems.append(f"{label}: the bare run left no JUnit XML ({bare_path})")
             regressions = []

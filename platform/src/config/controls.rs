@@ -278,8 +278,9 @@ controls! {
         /// predicted to take 0.5 ms or more, from the second launch of a kernel on:
         /// the first teaches the prediction, and only then are the program's
         /// persistent entries compiled), `never`, or `chaos` (testing: every launch
-        /// the rewrite can take, short or not, and yields are also requested at
-        /// random moments, so every such launch is stopped and resumed).
+        /// the rewrite can take, short or not, its program's first launch waiting
+        /// for the entries' build, and yields are also requested at random moments,
+        /// half of the runs at once, so such launches are stopped and resumed).
         yielding: YieldMode = YieldMode::Auto,
             expect "\"auto\", \"never\" or \"chaos\"", example r#"yielding = "never""#;
         /// The longest time, in microseconds, a higher priority's command waits
