@@ -336,30 +336,45 @@ fn entries_building() -> bool {
         .unwrap_or(false)
 }
 
-/// A kernel that PoCL compiles for its first launch much faster than it builds the
-/// program's persistent entries (all of the source, again).
+/// A kernel of a few milliseconds on PoCL (so that at the default configuration its
+/// second launch asks for its program's persistent entries), which PoCL compiles much
+/// faster than it builds those entries (all of the source, again).
 const QUICK_SRC: &str = r#"
 __kernel void quick(__global uint* out, uint k) {
-    out[get_global_id(0)] = (uint)get_global_id(0) * k;
+    uint x = (uint)get_global_id(0);
+    for (uint i = 0; i < k; i++) {
+        x = x * 1664525u + 1013904223u;
+    }
+    out[get_global_id(0)] = x;
 }
 "#;
 
-/// Runs `QUICK_SRC`'s kernel in a new context whose program has build options
-/// `options`, checks its result, and releases everything right away; returns whether the
-/// program's persistent entries were still building then.
+/// Runs `QUICK_SRC`'s kernel twice in a new context whose program has build options
+/// `options` (the first launch teaches its time, the second starts the entries' build),
+/// checks the result, and releases everything right away; returns whether the program's
+/// persistent entries were still building then.
 fn quick_round(options: &str) -> bool {
-    const N: usize = 1024;
+    const N: usize = 16384;
+    const K: u32 = 2000;
     let env = Env::sp();
     let qs = low_and_high(&env);
     let prog = mc::build(&env, QUICK_SRC, options).unwrap_or_else(|e| panic!("{e}"));
     let k = env.kernel(prog, "quick");
     let out = env.buffer(N * 4);
     mc::arg(k, 0, out);
-    mc::arg(k, 1, 3u32);
-    ok(mc::enqueue(qs[0], k, None, &[N], Some(&[64]), &[], None));
-    mc::finish(qs[0]);
+    mc::arg(k, 1, K);
+    for _ in 0..2 {
+        ok(mc::enqueue(qs[0], k, None, &[N], Some(&[64]), &[], None));
+        mc::finish(qs[0]);
+    }
     let building = entries_building();
-    let want: Vec<u32> = (0..N as u32).map(|i| i * 3).collect();
+    let lcg = |mut x: u32| {
+        for _ in 0..K {
+            x = x.wrapping_mul(1664525).wrapping_add(1013904223);
+        }
+        x
+    };
+    let want: Vec<u32> = (0..N as u32).map(lcg).collect();
     assert_eq!(env.read::<u32>(out, N), want);
     mc::release_mems(&[out]);
     // SAFETY: the test's kernel and program, released once.
@@ -377,9 +392,9 @@ fn quick_round(options: &str) -> bool {
 /// instead of passing unnoticed.
 const PERTURB: &str = "MALLOC_PERTURB_";
 
-/// The application releases its kernel, program, queues and context right after its
-/// first launch, while that program's persistent entries still build on the layer's
-/// thread, as pyopencl's tests do at their end. The build must hold the vendor context:
+/// The application releases its kernel, program, queues and context right after the
+/// launch that started its program's persistent entries' build, while they still build on
+/// the layer's thread, as pyopencl's tests do at their end. The build must hold the vendor context:
 /// building in a context PoCL had destroyed corrupted its heap, and pyopencl's suite under
 /// chaos crashed in a later clCreateContext (issue 23). Without the hold, the child
 /// crashed (SIGBUS or SIGSEGV, mostly at its exit) in 7 runs of 10.
@@ -400,7 +415,9 @@ fn releasing_child() {
     if std::env::var_os(PERTURB).is_none() {
         return;
     }
-    mc::init(SCHED);
+    // The default configuration: the entries build on a thread of the layer (under chaos
+    // a launch waits for them, so there is no race to test).
+    mc::init("hp_linger_us = 0");
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
