@@ -503,8 +503,8 @@ pub fn start(
         // from that range found most of them done (a run asked before its first group
         // resumes with nothing lost, so runs are asked again until one completes).
         chaos_at: chaos.then(|| {
-            let r = random_below(4_000);
-            Instant::now() + Duration::from_micros(if r < 2_000 { 0 } else { r - 2_000 })
+            // Draws in [0, 2000) are "at once".
+            Instant::now() + Duration::from_micros(random_below(4_000).saturating_sub(2_000))
         }),
     });
     if let Some(a) = &m.arbiter {
