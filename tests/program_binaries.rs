@@ -403,18 +403,57 @@ fn binaries_cross_between_the_bare_platform_and_softpreempt() {
     // The bare one through SoftPreempt (the same bytes as ours: known to the store).
     check_binary(dir, &bin_bare, MULTI_KERNELS, bin_bare == bin_sp);
     // Ours on the bare platform.
-    let loaded = mc::program_from_binary(&bare, &bin_sp, OPTIONS);
+    runs_on_bare_as_its_own(&bare, pb, &bin_bare, &bin_sp);
+}
+
+/// `bin_sp` (MULTI built through SoftPreempt) loads and runs on the bare platform as the
+/// bare driver's program `pb` (binary `bin_bare`) of the same source, and on PoCL is the
+/// same binary (PoCL gives the same binary for the same source and options).
+fn runs_on_bare_as_its_own(bare: &Env, pb: cl_program, bin_bare: &[u8], bin_sp: &[u8]) {
+    let loaded = mc::program_from_binary(bare, bin_sp, OPTIONS);
     for name in MULTI_KERNELS {
-        let want = run(&bare, bare.kernel(pb, name));
-        let got = run(&bare, bare.kernel(loaded, name));
+        let want = run(bare, bare.kernel(pb, name));
+        let got = run(bare, bare.kernel(loaded, name));
         assert!(want == got, "{name}: {}", mc::first_difference(&want, &got));
     }
     if mc::is_pocl() {
-        assert!(
-            bin_bare == bin_sp,
-            "PoCL gives the same binary for the same source and options"
-        );
+        assert!(bin_bare == bin_sp, "the same binary as the bare driver's");
     }
+}
+
+/// Once a process has asked for binaries, a rewritten build builds the application's own
+/// program beside it (in a private context of the layer, on a thread): its binaries are
+/// still the bare driver's, whether asked at once, after a rebuild, or never (the
+/// program released while that build may still run).
+#[test]
+fn binaries_built_beside_the_rewritten_program_are_the_bare_drivers() {
+    let (dir, _g) = setup();
+    let bare = Env::new(bare_platform());
+    let sp = Env::sp();
+    // The process asks for binaries: later builds start their own program beside.
+    let first = mc::build(&sp, &MULTI.replace("1000u", "1012u"), OPTIONS).unwrap();
+    mc::binary_of(first);
+    // Released unasked, right after its build.
+    let unasked = mc::build(&sp, &MULTI.replace("1000u", "1013u"), OPTIONS).unwrap();
+    // SAFETY: our programs.
+    unsafe {
+        clReleaseProgram(first);
+        clReleaseProgram(unasked);
+    }
+    let src = MULTI.replace("1000u", "1014u");
+    let ps = mc::build(&sp, &src, OPTIONS).unwrap();
+    let pb = mc::build(&bare, &src, OPTIONS).unwrap();
+    // Built again before the binaries are read: they are the last build's.
+    let opts = CString::new(OPTIONS).unwrap();
+    // SAFETY: a valid program with no kernels attached, its device and options.
+    ok(unsafe { clBuildProgram(ps, 1, &sp.device, opts.as_ptr(), None, null_mut()) });
+    let (bin_sp, bin_bare) = (mc::binary_of(ps), mc::binary_of(pb));
+    // It answers every kernel query as the bare driver's, and its kernels are sliced.
+    for name in MULTI_KERNELS {
+        same_kernel(dir, (&bare, pb), (&sp, ps), name, true);
+    }
+    // Ours loads and runs on the bare platform as the bare driver's own.
+    runs_on_bare_as_its_own(&bare, pb, &bin_bare, &bin_sp);
 }
 
 /// Every file of this process tree's program store.

@@ -117,11 +117,15 @@ fn bare_of(p: &Program, exec: &Exec) -> cl_program {
 }
 
 fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
+    if let Bare::Building(pending) = state {
+        return pending.wait().map(|o| Bare::Ready(Some(o)));
+    }
     match &state {
-        Bare::Ready(_) | Bare::Failed => Ok(state),
+        Bare::Ready(_) | Bare::Failed | Bare::Building(_) => Ok(state),
         Bare::Build { devices, options } => {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
-            rewritten::build(&p.inner, &devs, options_ptr(options)).map(|()| Bare::Ready(None))
+            rewritten::build("own", &p.inner, &devs, options_ptr(options))
+                .map(|()| Bare::Ready(None))
         }
         Bare::Compile {
             devices,
@@ -132,7 +136,7 @@ fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
             let hs: Vec<cl_program> = headers.iter().map(|h| h.0.h).collect();
             let ns: Vec<*const std::ffi::c_char> = names.iter().map(|n| n.as_ptr()).collect();
-            rewritten::compile(&p.inner, &devs, options_ptr(options), &hs, &ns)
+            rewritten::compile("own", &p.inner, &devs, options_ptr(options), &hs, &ns)
                 .map(|()| Bare::Ready(None))
         }
         Bare::Link {
@@ -143,7 +147,8 @@ fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
             let ins: Vec<cl_program> = inputs.iter().map(|(i, _)| bare_handle(i.get())).collect();
             let c = &p.context.get().inner;
-            OwnedProgram::link(c, &devs, options_ptr(options), &ins).map(|o| Bare::Ready(Some(o)))
+            OwnedProgram::link("own", c, &devs, options_ptr(options), &ins)
+                .map(|o| Bare::Ready(Some(o)))
         }
     }
 }
