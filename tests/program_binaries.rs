@@ -358,11 +358,10 @@ fn a_second_process_loads_the_binaries_as_the_bare_driver_and_slices_them() {
     let out = mc::private_dir("binaries");
     std::fs::write(out.join("multi.bin"), mc::binary_of(multi)).unwrap();
     std::fs::write(out.join("linked.bin"), mc::binary_of(linked)).unwrap();
-    assert_eq!(
-        store_files().into_iter().filter(blobs).count(),
-        before + 2,
-        "one rewritten binary per program"
-    );
+    // Written on a thread of the layer, after the entries.
+    eventually("one rewritten binary per program", || {
+        store_files().into_iter().filter(blobs).count() == before + 2
+    });
     // SAFETY: our programs.
     unsafe {
         clReleaseProgram(multi);
@@ -456,6 +455,16 @@ fn binaries_built_beside_the_rewritten_program_are_the_bare_drivers() {
     runs_on_bare_as_its_own(&bare, pb, &bin_bare, &bin_sp);
 }
 
+/// Waits until `done` holds: what a thread of the layer writes in the background (a
+/// bound for a stuck thread, not a speed target).
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Every file of this process tree's program store.
 fn store_files() -> Vec<PathBuf> {
     let dir = PathBuf::from(std::env::var_os("XDG_CACHE_HOME").unwrap())
@@ -489,6 +498,12 @@ fn corrupt_store_entries_are_misses() {
         .filter(|e| !before.contains(e))
         .collect();
     assert_eq!(fresh.len(), 1, "one store entry for one binary");
+    // The entry names the rewritten binary once a thread of the layer has written it.
+    let named = || {
+        String::from_utf8_lossy(&std::fs::read(&fresh[0]).unwrap())
+            .contains("\"rewritten_binary\":\"")
+    };
+    eventually("the entry names its rewritten binary", named);
     let whole = std::fs::read(&fresh[0]).unwrap();
     for (how, bytes) in [
         ("truncated", whole[..whole.len() / 2].to_vec()),

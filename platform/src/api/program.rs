@@ -703,14 +703,7 @@ fn rewritten_build(
             let beside = own_build::start(p, &devs.held, &copts);
             rewritten::build("rewritten", &program.0, &devs.inner, options)?;
             match beside {
-                Some(pending) => {
-                    // The store keeps the rewritten binary beside the entry written when
-                    // the binaries are read: made now, while the own program builds.
-                    if crate::store::Store::configured().is_some() {
-                        own_build::prepare_binaries(&program.0);
-                    }
-                    Bare::Building(pending)
-                }
+                Some(pending) => Bare::Building(pending),
                 None => Bare::Build {
                     devices: devs.held.clone(),
                     options: copts,

@@ -128,12 +128,11 @@ pub fn start(p: &Program, devices: &[Ref<Device>], options: &Option<CString>) ->
     }
 }
 
-/// Has the vendor make the built `program`'s binaries now: PoCL compiles every kernel to
-/// machine code the first time `CL_PROGRAM_BINARY_SIZES` is asked (and keeps the result),
-/// which takes longer than the build itself. The own program's are made on its build
-/// thread (the application will ask), the rewritten program's on the application's
-/// thread meanwhile (the program store keeps them when the application asks).
-pub fn prepare_binaries(program: &Inner<cl_program>) {
+/// Has the vendor make the built own program's binaries now, on its build thread: PoCL
+/// compiles every kernel to machine code the first time `CL_PROGRAM_BINARY_SIZES` is
+/// asked (and keeps the result), which takes longer than the build itself, and the
+/// application will ask.
+fn prepare_binaries(program: &Inner<cl_program>) {
     let t0 = std::time::Instant::now();
     let r = fetch_info(|s, v, r| match program.vt.clGetProgramInfo {
         // SAFETY: the vendor's query on our own program, buffers sized by fetch_info.
@@ -141,7 +140,7 @@ pub fn prepare_binaries(program: &Inner<cl_program>) {
         None => CL_INVALID_OPERATION,
     });
     tracing::debug!(
-        what = "binaries",
+        what = "own (beside) binaries",
         ms = t0.elapsed().as_millis() as u64,
         ok = r.is_ok(),
         "softpreempt: vendor build"
