@@ -358,11 +358,10 @@ fn a_second_process_loads_the_binaries_as_the_bare_driver_and_slices_them() {
     let out = mc::private_dir("binaries");
     std::fs::write(out.join("multi.bin"), mc::binary_of(multi)).unwrap();
     std::fs::write(out.join("linked.bin"), mc::binary_of(linked)).unwrap();
-    assert_eq!(
-        store_files().into_iter().filter(blobs).count(),
-        before + 2,
-        "one rewritten binary per program"
-    );
+    // Written on a thread of the layer, after the entries.
+    eventually("one rewritten binary per program", || {
+        store_files().into_iter().filter(blobs).count() == before + 2
+    });
     // SAFETY: our programs.
     unsafe {
         clReleaseProgram(multi);
@@ -403,17 +402,66 @@ fn binaries_cross_between_the_bare_platform_and_softpreempt() {
     // The bare one through SoftPreempt (the same bytes as ours: known to the store).
     check_binary(dir, &bin_bare, MULTI_KERNELS, bin_bare == bin_sp);
     // Ours on the bare platform.
-    let loaded = mc::program_from_binary(&bare, &bin_sp, OPTIONS);
+    runs_on_bare_as_its_own(&bare, pb, &bin_bare, &bin_sp);
+}
+
+/// `bin_sp` (MULTI built through SoftPreempt) loads and runs on the bare platform as the
+/// bare driver's program `pb` (binary `bin_bare`) of the same source, and on PoCL is the
+/// same binary (PoCL gives the same binary for the same source and options).
+fn runs_on_bare_as_its_own(bare: &Env, pb: cl_program, bin_bare: &[u8], bin_sp: &[u8]) {
+    let loaded = mc::program_from_binary(bare, bin_sp, OPTIONS);
     for name in MULTI_KERNELS {
-        let want = run(&bare, bare.kernel(pb, name));
-        let got = run(&bare, bare.kernel(loaded, name));
+        let want = run(bare, bare.kernel(pb, name));
+        let got = run(bare, bare.kernel(loaded, name));
         assert!(want == got, "{name}: {}", mc::first_difference(&want, &got));
     }
     if mc::is_pocl() {
-        assert!(
-            bin_bare == bin_sp,
-            "PoCL gives the same binary for the same source and options"
-        );
+        assert!(bin_bare == bin_sp, "the same binary as the bare driver's");
+    }
+}
+
+/// Once a process has asked for binaries, a rewritten build builds the application's own
+/// program beside it (in a private context of the layer, on a thread): its binaries are
+/// still the bare driver's, whether asked at once, after a rebuild, or never (the
+/// program released while that build may still run).
+#[test]
+fn binaries_built_beside_the_rewritten_program_are_the_bare_drivers() {
+    let (dir, _g) = setup();
+    let bare = Env::new(bare_platform());
+    let sp = Env::sp();
+    // The process asks for binaries: later builds start their own program beside.
+    let first = mc::build(&sp, &MULTI.replace("1000u", "1012u"), OPTIONS).unwrap();
+    mc::binary_of(first);
+    // Released unasked, right after its build.
+    let unasked = mc::build(&sp, &MULTI.replace("1000u", "1013u"), OPTIONS).unwrap();
+    // SAFETY: our programs.
+    unsafe {
+        clReleaseProgram(first);
+        clReleaseProgram(unasked);
+    }
+    let src = MULTI.replace("1000u", "1014u");
+    let ps = mc::build(&sp, &src, OPTIONS).unwrap();
+    let pb = mc::build(&bare, &src, OPTIONS).unwrap();
+    // Built again before the binaries are read: they are the last build's.
+    let opts = CString::new(OPTIONS).unwrap();
+    // SAFETY: a valid program with no kernels attached, its device and options.
+    ok(unsafe { clBuildProgram(ps, 1, &sp.device, opts.as_ptr(), None, null_mut()) });
+    let (bin_sp, bin_bare) = (mc::binary_of(ps), mc::binary_of(pb));
+    // It answers every kernel query as the bare driver's, and its kernels are sliced.
+    for name in MULTI_KERNELS {
+        same_kernel(dir, (&bare, pb), (&sp, ps), name, true);
+    }
+    // Ours loads and runs on the bare platform as the bare driver's own.
+    runs_on_bare_as_its_own(&bare, pb, &bin_bare, &bin_sp);
+}
+
+/// Waits until `done` holds: what a thread of the layer writes in the background (a
+/// bound for a stuck thread, not a speed target).
+fn eventually(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -450,6 +498,12 @@ fn corrupt_store_entries_are_misses() {
         .filter(|e| !before.contains(e))
         .collect();
     assert_eq!(fresh.len(), 1, "one store entry for one binary");
+    // The entry names the rewritten binary once a thread of the layer has written it.
+    let named = || {
+        String::from_utf8_lossy(&std::fs::read(&fresh[0]).unwrap())
+            .contains("\"rewritten_binary\":\"")
+    };
+    eventually("the entry names its rewritten binary", named);
     let whole = std::fs::read(&fresh[0]).unwrap();
     for (how, bytes) in [
         ("truncated", whole[..whole.len() / 2].to_vec()),

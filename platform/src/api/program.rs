@@ -20,6 +20,7 @@ use crate::core::error::CLResult;
 use crate::core::forward::{fetch_info, hold_list, unwrap_list};
 use crate::core::handle::{new_obj, Obj, Ref};
 use crate::core::objects::{Context, Program};
+use crate::core::own_build;
 use crate::core::platform::Device;
 use crate::core::refcount;
 use crate::core::rewritten::{self, Bare, Exec, OwnedProgram, RewriteInfo};
@@ -393,9 +394,16 @@ fn build_now(
         Err(why) => why,
     };
     let (f, data) = Notify::vendor_args(&notify, user_data);
+    let t0 = std::time::Instant::now();
     let r = vtry!(
         p.inner.vt,
         clBuildProgram(p.inner.h, devs.len(), devs.ptr(), options, f, data)
+    );
+    tracing::debug!(
+        what = "own (not rewritten)",
+        ms = t0.elapsed().as_millis() as u64,
+        ok = r.is_ok(),
+        "softpreempt: vendor build"
     );
     fell_back(p, &r, tried);
     r
@@ -556,7 +564,12 @@ fn stored_binary(p: &Program, devs: &Devices, entry: &Entry) -> Option<OwnedProg
     let c = &p.context.get().inner;
     let built = OwnedProgram::from_binary(c, device, &bytes).and_then(|program| {
         let options = rewritten::recipe_options(recipe);
-        rewritten::build(&program.0, &[device], rewritten::options_ptr(&options))?;
+        rewritten::build(
+            "rewritten (stored binary)",
+            &program.0,
+            &[device],
+            rewritten::options_ptr(&options),
+        )?;
         Ok(program)
     });
     match built {
@@ -689,10 +702,16 @@ fn rewritten_build(
     let (text, copts) = options_of(options);
     let bare = match include {
         None => {
-            rewritten::build(&program.0, &devs.inner, options)?;
-            Bare::Build {
-                devices: devs.held.clone(),
-                options: copts,
+            // Started first, so that both compile at once; if the rewritten build fails,
+            // the own one runs on, unread, and the original is built as asked.
+            let beside = own_build::start(p, &devs.held, &copts);
+            rewritten::build("rewritten", &program.0, &devs.inner, options)?;
+            match beside {
+                Some(pending) => Bare::Building(pending),
+                None => Bare::Build {
+                    devices: devs.held.clone(),
+                    options: copts,
+                },
             }
         }
         Some(inc) => {
@@ -703,7 +722,14 @@ fn rewritten_build(
                 .map(|(_, text)| OwnedProgram::from_source(c, text))
                 .collect::<Result<Vec<OwnedProgram>, String>>()?;
             let handles: Vec<cl_program> = headers.iter().map(|h| h.0.h).collect();
-            rewritten::compile(&program.0, &devs.inner, options, &handles, &inc.names)?;
+            rewritten::compile(
+                "rewritten",
+                &program.0,
+                &devs.inner,
+                options,
+                &handles,
+                &inc.names,
+            )?;
             Bare::Compile {
                 devices: devs.held.clone(),
                 options: copts,
@@ -1070,6 +1096,7 @@ pub fn get_program_info(
         // Binaries are the application's own program's, as the bare driver builds it
         // (rule 9); what the layer learned goes into the program store under them.
         CL_PROGRAM_BINARY_SIZES | CL_PROGRAM_BINARIES => {
+            own_build::binaries_asked();
             let h = binaries::bare_handle(p);
             forward(h)?;
             if param_name == CL_PROGRAM_BINARIES && !param_value.is_null() {

@@ -117,11 +117,15 @@ fn bare_of(p: &Program, exec: &Exec) -> cl_program {
 }
 
 fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
+    if let Bare::Building(pending) = state {
+        return pending.wait().map(|o| Bare::Ready(Some(o)));
+    }
     match &state {
-        Bare::Ready(_) | Bare::Failed => Ok(state),
+        Bare::Ready(_) | Bare::Failed | Bare::Building(_) => Ok(state),
         Bare::Build { devices, options } => {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
-            rewritten::build(&p.inner, &devs, options_ptr(options)).map(|()| Bare::Ready(None))
+            rewritten::build("own", &p.inner, &devs, options_ptr(options))
+                .map(|()| Bare::Ready(None))
         }
         Bare::Compile {
             devices,
@@ -132,7 +136,7 @@ fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
             let hs: Vec<cl_program> = headers.iter().map(|h| h.0.h).collect();
             let ns: Vec<*const std::ffi::c_char> = names.iter().map(|n| n.as_ptr()).collect();
-            rewritten::compile(&p.inner, &devs, options_ptr(options), &hs, &ns)
+            rewritten::compile("own", &p.inner, &devs, options_ptr(options), &hs, &ns)
                 .map(|()| Bare::Ready(None))
         }
         Bare::Link {
@@ -143,7 +147,8 @@ fn build_bare(p: &Program, state: Bare) -> Result<Bare, String> {
             let devs: Vec<cl_device_id> = devices.iter().map(|d| d.get().inner.h).collect();
             let ins: Vec<cl_program> = inputs.iter().map(|(i, _)| bare_handle(i.get())).collect();
             let c = &p.context.get().inner;
-            OwnedProgram::link(c, &devs, options_ptr(options), &ins).map(|o| Bare::Ready(Some(o)))
+            OwnedProgram::link("own", c, &devs, options_ptr(options), &ins)
+                .map(|o| Bare::Ready(Some(o)))
         }
     }
 }
@@ -196,12 +201,6 @@ fn learned(p: &Program) -> Option<Entry> {
         rewritten_binary: None,
         source: yielding.filter(|_| yields).map(|(_, unit)| unit),
     })
-}
-
-/// The rewritten executable's own binary for `device`, if it has one.
-fn rewritten_binary(p: &Program, device: cl_device_id) -> Option<Vec<u8>> {
-    p.exec()?;
-    executable_binary(p.inner.vt, p.exec_handle(), device)
 }
 
 /// The vendor program `h`'s executable binary for `device`, if it has one.
@@ -291,28 +290,90 @@ pub fn record(p: &Program, bare: cl_program, size: usize, value: *mut std::ffi::
             return;
         };
         let mut e = learned.clone();
-        if e.recipe.is_some() {
-            // Kept beside the entry, so a later process need not compile the recipe.
-            e.rewritten_binary = rewritten_binary(p, dev).and_then(|b| store.put_blob(&b).ok());
-        }
-        let e = &e;
         let key = Key {
             binary: sha256_hex(bytes),
             device: device_identity(vt, dev),
         };
-        if store.get(&key).as_ref() == Some(e) {
+        let stored = store.get(&key);
+        if e.recipe.is_some() {
+            // The same source and options give the same rewritten binary: one stored
+            // already is kept.
+            e.rewritten_binary = stored.as_ref().and_then(|s| s.rewritten_binary.clone());
+        }
+        if stored.as_ref() == Some(&e) {
             // Known already (a rebuild, or a binary asked for twice): the read refreshed it.
             continue;
         }
-        if let Err(err) = store.put(&key, e) {
+        if let Err(err) = store.put(&key, &e) {
             crate::warn_once!(
                 "store-write",
                 "softpreempt: could not write to the program store {}: {err}",
                 store.entries_dir().display()
             );
+            continue;
+        }
+        if e.recipe.is_some() && e.rewritten_binary.is_none() {
+            store_rewritten_binary(p, dev, key, e);
         }
     }
 }
+
+/// Keeps the rewritten program's own binary for `dev` beside the entry `e` of `key` (so a
+/// later process need not compile the recipe), made on a thread of the layer: PoCL
+/// compiles every kernel to machine code to make it (seconds, more than the build), and
+/// the application, which is waiting for its own binaries, need not wait for it too.
+/// Until it is written the entry is still a hit (its recipe is compiled).
+fn store_rewritten_binary(p: &Program, dev: cl_device_id, key: Key, mut e: Entry) {
+    // The rewritten executable: its own vendor program, or the application's (a link of
+    // rewritten inputs).
+    let Some(exec) = p.exec() else {
+        return;
+    };
+    let Some(program) = OwnedProgram::retain(exec.program.as_ref().map_or(&p.inner, |o| &o.0))
+    else {
+        return;
+    };
+    let dev = DeviceHandle(dev);
+    crate::core::build_threads::started();
+    let spawned = std::thread::Builder::new()
+        .name("softpreempt-store-binary".into())
+        .spawn(move || {
+            // Whole, not their fields (closures capture fields since Rust 2021).
+            let (dev, program) = (dev, program);
+            let t0 = std::time::Instant::now();
+            let bin = executable_binary(program.0.vt, program.0.h, dev.0);
+            tracing::debug!(
+                what = "rewritten binary (store)",
+                ms = t0.elapsed().as_millis() as u64,
+                ok = bin.is_some(),
+                "softpreempt: vendor build"
+            );
+            let store = Store::configured();
+            if let (Some(bin), Some(store)) = (bin, store) {
+                e.rewritten_binary = store.put_blob(&bin).ok();
+                if e.rewritten_binary.is_some() {
+                    if let Err(err) = store.put(&key, &e) {
+                        crate::warn_once!(
+                            "store-write",
+                            "softpreempt: could not write to the program store {}: {err}",
+                            store.entries_dir().display()
+                        );
+                    }
+                }
+            }
+            crate::core::build_threads::ended();
+        });
+    if let Err(err) = spawned {
+        crate::core::build_threads::ended();
+        tracing::debug!("softpreempt: no thread to store the rewritten binary: {err}");
+    }
+}
+
+/// A vendor device handle taken to a thread of the layer.
+struct DeviceHandle(cl_device_id);
+
+// SAFETY: vendor device handles are usable from any thread.
+unsafe impl Send for DeviceHandle {}
 
 fn binary_type(vt: &cl_icd_dispatch, p: cl_program, d: cl_device_id) -> cl_program_binary_type {
     fetch_scalar(|s, v, r| match vt.clGetProgramBuildInfo {

@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod binaries;
+pub mod build_threads;
 pub mod callback;
 pub mod cl;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod managed;
 pub mod memory;
 pub mod objects;
 pub mod os_priority;
+pub mod own_build;
 pub mod platform;
 pub mod ptx;
 pub mod refcount;

@@ -101,6 +101,9 @@ pub enum Bare {
         options: Option<CString>,
         inputs: Vec<(Ref<Program>, OwnedProgram)>,
     },
+    /// Being built beside the rewritten program, in a private context of the layer
+    /// (`core::own_build`): waited for when first needed.
+    Building(crate::core::own_build::Pending),
     /// Done: the application's vendor program holds it (`None`) or this one does.
     Ready(Option<OwnedProgram>),
     /// The bare build failed (logged): binaries are answered from the unbuilt program.
@@ -179,8 +182,24 @@ impl OwnedProgram {
     }
 }
 
+/// Runs one vendor build, compile or link of `what` (the layer's name for it) and logs
+/// how long it took at `debug`: a cold start's cost is mostly these (PoCL compiles for
+/// seconds), and the log says which program paid for what.
+pub fn timed<T>(what: &str, f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    let t0 = std::time::Instant::now();
+    let r = f();
+    tracing::debug!(
+        what,
+        ms = t0.elapsed().as_millis() as u64,
+        ok = r.is_ok(),
+        "softpreempt: vendor build"
+    );
+    r
+}
+
 /// `clBuildProgram` of the vendor program `p`, without a notification.
 pub fn build(
+    what: &str,
     p: &Inner<cl_program>,
     devices: &[cl_device_id],
     options: *const c_char,
@@ -198,12 +217,13 @@ pub fn build(
             )
         )
     };
-    run().map_err(|e| failure(p, e, devices))
+    timed(what, || run().map_err(|e| failure(p, e, devices)))
 }
 
 /// `clCompileProgram` of the vendor program `p` with these header programs and include
 /// names.
 pub fn compile(
+    what: &str,
     p: &Inner<cl_program>,
     devices: &[cl_device_id],
     options: *const c_char,
@@ -231,12 +251,13 @@ pub fn compile(
             )
         )
     };
-    run().map_err(|e| failure(p, e, devices))
+    timed(what, || run().map_err(|e| failure(p, e, devices)))
 }
 
 impl OwnedProgram {
     /// `clLinkProgram` of `inputs` in the vendor context `c`.
     pub fn link(
+        what: &str,
         c: &Inner<cl_context>,
         devices: &[cl_device_id],
         options: *const c_char,
@@ -257,9 +278,11 @@ impl OwnedProgram {
                 )
             )
         };
-        run()
-            .map(|h| OwnedProgram(c.child(h)))
-            .map_err(|e| format!("linking it failed ({e})"))
+        timed(what, || {
+            run()
+                .map(|h| OwnedProgram(c.child(h)))
+                .map_err(|e| format!("linking it failed ({e})"))
+        })
     }
 }
 
@@ -312,7 +335,12 @@ pub fn build_recipe(
     if let ([unit], false) = (&recipe.units[..], recipe.linked) {
         if unit.headers.is_empty() {
             let program = OwnedProgram::from_source(c, &unit.source)?;
-            build(&program.0, devices, options_ptr(&cstr(&unit.options)?))?;
+            build(
+                "rewritten (recipe)",
+                &program.0,
+                devices,
+                options_ptr(&cstr(&unit.options)?),
+            )?;
             return Ok(program);
         }
     }
@@ -332,6 +360,7 @@ pub fn build_recipe(
         let handles: Vec<cl_program> = headers.iter().map(|h| h.0.h).collect();
         let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
         compile(
+            "rewritten (recipe)",
             &program.0,
             devices,
             options_ptr(&cstr(&unit.options)?),
@@ -342,5 +371,11 @@ pub fn build_recipe(
     }
     let inputs: Vec<cl_program> = objects.iter().map(|o| o.0.h).collect();
     let link = cstr(&recipe.link_options)?;
-    OwnedProgram::link(c, devices, options_ptr(&link), &inputs)
+    OwnedProgram::link(
+        "rewritten (recipe)",
+        c,
+        devices,
+        options_ptr(&link),
+        &inputs,
+    )
 }

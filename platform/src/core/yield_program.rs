@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use softpreempt_transform::{Analysis, YieldKernel, YieldProgram};
 
+use crate::core::build_threads;
 use crate::core::cl::*;
 use crate::core::forward::Inner;
 use crate::core::handle::{Obj, Ref};
@@ -164,7 +165,7 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
     };
     *st = YieldState::Building;
     drop(st);
-    builds_started();
+    build_threads::started();
     let job = Job {
         program: p.hold(),
         context,
@@ -186,7 +187,7 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
         .name("softpreempt-yield-build".into())
         .spawn(move || job.run());
     if let Err(e) = spawned {
-        builds_ended();
+        build_threads::ended();
         tracing::warn!("softpreempt: cannot start a build thread for yielding launches: {e}");
         *prog.yielding.lock().unwrap_or_else(|e| e.into_inner()) = YieldState::Unavailable;
         settled(prog, None);
@@ -227,8 +228,9 @@ fn build_entries(
     };
     if let Some((store, d, key)) = &cache {
         if let Some(bytes) = store.get_built(key) {
-            let loaded = OwnedProgram::from_binary(ctx, *d, &bytes)
-                .and_then(|owned| rewritten::build(&owned.0, &[*d], opts).map(|()| owned));
+            let loaded = OwnedProgram::from_binary(ctx, *d, &bytes).and_then(|owned| {
+                rewritten::build("entries (stored binary)", &owned.0, &[*d], opts).map(|()| owned)
+            });
             match loaded {
                 Ok(owned) => {
                     tracing::debug!("persistent entries loaded from the program store");
@@ -243,7 +245,7 @@ fn build_entries(
         }
     }
     let owned = OwnedProgram::from_source(ctx, source)?;
-    rewritten::build(&owned.0, &[], opts)?;
+    rewritten::build("entries", &owned.0, &[], opts)?;
     tracing::debug!("persistent entries compiled");
     if let Some((store, d, key)) = cache {
         let bin = crate::core::binaries::executable_binary(ctx.vt, owned.0.h, d);
@@ -309,7 +311,7 @@ impl Job {
         // The program (maybe its last reference, and with it the entries) and then the
         // context are released before the build counts as ended (`wait_for_builds`).
         drop(self);
-        builds_ended();
+        build_threads::ended();
     }
 
     /// Builds the entries and records the outcome in the program.
@@ -379,44 +381,5 @@ fn log_no_yield(why: &[(String, String)]) {
             format!("no-yield:{k}"),
             "softpreempt: kernel '{k}' does not yield: {reason}"
         );
-    }
-}
-
-/// Builds of persistent entries still running on threads of the layer.
-static BUILDS: std::sync::Mutex<usize> = std::sync::Mutex::new(0);
-static BUILDS_DONE: std::sync::Condvar = std::sync::Condvar::new();
-
-/// A build starts. The first one registers [`wait_for_builds`] to run at exit: a vendor
-/// compiler still running on a thread of ours while the process tears the vendor library
-/// down crashes the process (seen with PoCL: a test binary that exited right after its
-/// last launch died of SIGSEGV once in 8 runs).
-fn builds_started() {
-    static AT_EXIT: std::sync::Once = std::sync::Once::new();
-    AT_EXIT.call_once(|| {
-        // SAFETY: registering a plain function that only waits on our own statics.
-        unsafe { libc::atexit(wait_for_builds) };
-    });
-    *BUILDS.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-}
-
-fn builds_ended() {
-    let mut n = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
-    *n = n.saturating_sub(1);
-    BUILDS_DONE.notify_all();
-}
-
-/// At exit: waits (at most 10 s) until no build of persistent entries runs any more.
-extern "C" fn wait_for_builds() {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut n = BUILDS.lock().unwrap_or_else(|e| e.into_inner());
-    while *n > 0 {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        n = BUILDS_DONE
-            .wait_timeout(n, left)
-            .map(|(g, _)| g)
-            .unwrap_or_else(|e| e.into_inner().0);
     }
 }
