@@ -7,7 +7,8 @@ several small kernels, buffer operations and a blocking read. The LP is a large 
 back to back: an N x N blur, resize, Sobel and matchTemplate.
 
 Scenarios, side by side in one invocation: HP alone (bare), HP alone (SoftPreempt, at
-priority high), HP + LP (bare), HP + LP (SoftPreempt, HP high, LP low), LP alone (bare).
+priority high), HP + LP (bare), HP + LP (SoftPreempt, HP high, LP low), LP alone (bare);
+on request (--scenarios) also LP alone through SoftPreempt at priority low (lp-alone-sp).
 Each scenario first runs briefly to warm OpenCV's binary cache (one cache folder per
 platform), then is measured, so measured runs load their programs from the cache, as users'
 second runs do. Printed: HP p50/p90/p99 per request (ms) and p99 / bare-alone p99, LP
@@ -89,9 +90,12 @@ def main():
     ap.add_argument("--gap-ms", type=float, default=20.0)
     ap.add_argument("--duration", type=float, default=8.0)
     ap.add_argument("--scenarios", default="hp-alone,hp-alone-sp,corun-bare,corun-sp,lp-alone")
+    ap.add_argument("--sched", default="",
+                    help="more [sched] lines for SoftPreempt (TOML text; default: none, the "
+                         "default configuration)")
     ap.add_argument("--json")
     a = ap.parse_args()
-    w = Work("opencv-pair-", a.lib, a.vendor_lib)
+    w = Work("opencv-pair-", a.lib, a.vendor_lib, sched=a.sched)
     work, conf, shm, vendors = w.dir, w.conf, w.shm, w.vendors
 
     def env(platform, priority=None, **kw):
@@ -117,7 +121,8 @@ def main():
         return run_scenario(__file__, stop, lp_env, hp_env, seconds, 1.0)
 
     plan = {"hp-alone": ("bare", None), "hp-alone-sp": ("sp", None),
-            "corun-bare": ("bare", "bare"), "corun-sp": ("sp", "sp"), "lp-alone": (None, "bare")}
+            "corun-bare": ("bare", "bare"), "corun-sp": ("sp", "sp"), "lp-alone": (None, "bare"),
+            "lp-alone-sp": (None, "sp")}
     rows = {}
     for name in a.scenarios.split(","):
         hp_plat, lp_plat = plan[name]

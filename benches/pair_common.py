@@ -8,7 +8,7 @@ import tempfile
 
 
 class Work:
-    def __init__(self, prefix, lib, vendor_lib, sp_alone=False):
+    def __init__(self, prefix, lib, vendor_lib, sp_alone=False, sched=""):
         self.dir = tempfile.mkdtemp(prefix=prefix)
         # A relative path in a vendors folder would be resolved against each client's working
         # directory; a bare name (for dlopen's search) stays as it is.
@@ -29,7 +29,8 @@ class Work:
         self.shm = os.path.join(self.dir, "shm")
         os.makedirs(self.shm)
         with open(self.conf, "w") as f:
-            f.write(f'version = 1\n[sched]\nshm_dir = "{self.shm}"\n')
+            # `sched`: more [sched] lines (a setting under study; the default is none).
+            f.write(f'version = 1\n[sched]\nshm_dir = "{self.shm}"\n{sched}\n')
 
     def path(self, name):
         return os.path.join(self.dir, name)
