@@ -408,8 +408,9 @@ fn releasing_the_context_while_its_entries_build() {
 }
 
 /// The process of the test above. The options are new to PoCL's compiler cache, so the
-/// entries' build takes seconds and the first launch does not; then a new context runs
-/// the kernel exactly while that build goes on, and once more after it ended.
+/// entries' build (started by a round's second launch) takes seconds and the launches do
+/// not; then a new context runs the kernel exactly while that build goes on, and once more
+/// after it ended.
 #[test]
 fn releasing_child() {
     if std::env::var_os(PERTURB).is_none() {
