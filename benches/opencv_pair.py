@@ -28,7 +28,7 @@ import os
 import sys
 import time
 
-from pair_common import Work, pct, scenario as run_scenario, serve
+from pair_common import Work, lp_rate, pct, scenario as run_scenario, serve
 
 
 def role_main(role):
@@ -53,8 +53,10 @@ def role_main(role):
             request()
         time.sleep(1.0)
         print("ready", flush=True)
+        # CLOCK_MONOTONIC is system-wide: the LP's completion times are read against it.
+        t0 = time.monotonic()
         lat, at = serve(lambda _: request(), float(os.environ["PAIR_GAP_MS"]), duration)
-        print(json.dumps({"lat": lat, "at": at}))
+        print(json.dumps({"lat": lat, "at": at, "window": [t0, time.monotonic()]}))
         return
     n = int(os.environ["PAIR_LP_SIZE"])
     big = cv2.UMat(rng.integers(0, 255, (n, n), dtype=np.uint8))
@@ -72,10 +74,13 @@ def role_main(role):
     print("ready", flush=True)
     done = 0
     start = time.perf_counter()
+    done_at = []
     while not os.path.exists(stop):
         pipeline()
         done += 1
-    print(json.dumps({"pipelines": done, "seconds": time.perf_counter() - start}))
+        done_at.append(time.monotonic())
+    print(json.dumps({"pipelines": done, "seconds": time.perf_counter() - start,
+                      "done_at": done_at}))
 
 
 def main():
@@ -137,7 +142,7 @@ def main():
     for name, r in rows.items():
         line = {}
         if "lp" in r:
-            line["lp_rate"] = r["lp"]["pipelines"] / r["lp"]["seconds"]
+            line["lp_rate"] = lp_rate(r["lp"]["done_at"], r.get("hp", {}).get("window"))
         if "hp" in r:
             lat = r["hp"]["lat"]
             line.update(hp_p50=pct(lat, 50), hp_p90=pct(lat, 90), hp_p99=pct(lat, 99), n=len(lat))

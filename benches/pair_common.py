@@ -81,6 +81,20 @@ def pct(v, p):
     return s[min(len(s) - 1, int(p / 100 * len(s)))]
 
 
+def lp_rate(done_at, window=None):
+    """An LP's rate, in its own units (pipelines, steps) per second, from the times its
+    units completed (CLOCK_MONOTONIC, s): units between its first and last completion
+    inside `window` (the HP's measured span, [start, end]) ÷ the time between them. Counting
+    whole units over the whole run instead loses the unfinished last one and counts the LP's
+    time alone before the HP came: with pipelines of half a second, one run's rate moved by
+    up to a tenth from that alone. None when fewer than two completed in the window."""
+    lo, hi = window or (float("-inf"), float("inf"))
+    t = [x for x in done_at if lo <= x <= hi]
+    if len(t) < 2 or t[-1] <= t[0]:
+        return None
+    return (len(t) - 1) / (t[-1] - t[0])
+
+
 def hp_figures(lat, at):
     """HP latency percentiles (ms) in steady state (requests after the HP's first second) and
     over its first second (its arrival next to an LP already running)."""
