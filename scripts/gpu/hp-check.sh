@@ -9,8 +9,8 @@ R=$(mktemp -d)/hp-check; mkdir -p "$R"
 for i in $(seq "${REPS:-2}"); do
   python3 benches/opencv_pair.py --lib "$SOFTPREEMPT_LIB" --vendor-lib "$NV" \
     --runtime /usr/local/cuda/targets/x86_64-linux/lib/libOpenCL.so.1 --device-type GPU \
-    --bare-platform 'NVIDIA CUDA' --duration 6 --json "$R/opencv-pair-$i.json" 2>&1 |
+    --bare-platform "NVIDIA CUDA" --duration "${DURATION:-10}" --json "$R/opencv-pair-$i.json" 2>&1 |
     grep -v WARN | tail -8 | tee "$R/opencv-pair-$i.txt"
 done
-timeout 200 carry/bin/pipeline --json "$R/pipeline.json" 2>&1 | tail -12 | tee "$R/pipeline.txt"
+timeout 400 carry/bin/pipeline --json "$R/pipeline.json" 2>&1 | tail -12 | tee "$R/pipeline.txt"
 tar czf "$OUT/hp-check.tgz" -C "$(dirname "$R")" hp-check
