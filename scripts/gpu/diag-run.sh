@@ -16,5 +16,5 @@ for row in "compute|" "gemm|--lp-kernel gemm" "mandel|--lp-kernel mandel" "memor
 done
 python3 benches/opencv_pair.py --lib "$SOFTPREEMPT_LIB" --vendor-lib "$NV" \
   --runtime /usr/local/cuda/targets/x86_64-linux/lib/libOpenCL.so.1 --device-type GPU \
-  --bare-platform 'NVIDIA CUDA' --duration 6 --json "$R/opencv-pair.json" 2>&1 | grep -v WARN | tail -8
+  --bare-platform 'NVIDIA CUDA' --duration "${DURATION:-10}" --json "$R/opencv-pair.json" 2>&1 | grep -v WARN | tail -8
 tar czf "$OUT/diag.tgz" -C "$(dirname "$R")" diag
