@@ -330,10 +330,11 @@ pub fn record(p: &Program, bare: cl_program, size: usize, value: *mut std::ffi::
 /// (`pocl_release_dlhandle_cache`) finds the compiled work-group function that a finished
 /// command releases by kernel and local size only, and making binaries puts a generic
 /// function of each kernel, unreferenced, first in that cache, with the required size as
-/// its local size: a command of that kernel already running then released that one
-/// instead of its own, and PoCL aborted (`Assertion found->ref_count > 0`; OpenCV's
-/// `lkSparse` under chaos, docs/compatibility.md). Made on a thread, the binary came while
-/// the application's launches of the program ran.
+/// its local size (the next ask gives it a reference): a command of that kernel already
+/// running that ended before then released that one instead of its own, and PoCL
+/// aborted (`Assertion found->ref_count > 0`; OpenCV's `lkSparse` under chaos,
+/// docs/compatibility.md). Made on a thread, the binary came while the application's
+/// launches of the program ran.
 fn store_rewritten_binary(p: &Program, dev: cl_device_id, key: Key, mut e: Entry) {
     // The rewritten executable: its own vendor program, or the application's (a link of
     // rewritten inputs).
