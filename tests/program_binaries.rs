@@ -677,3 +677,60 @@ fn read_only_store_child() {
     check_binary(dir, &bin, MULTI_KERNELS, false);
     println!("read-only child ok");
 }
+
+/// A kernel with a required work-group size that reads the launch geometry (so it is
+/// rewritten).
+const REQUIRED: &str = r#"
+kernel __attribute__((reqd_work_group_size(2, 1, 1)))
+void required(global uint* o, uint k) {
+    size_t i = get_global_id(0);
+    o[i] = (uint)get_group_id(0) * 3u + (uint)get_local_id(0) + k;
+}
+"#;
+
+/// Every binary file (not an entry) of this process tree's program store.
+fn store_blobs() -> Vec<PathBuf> {
+    store_files()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+        .collect()
+}
+
+/// The application reads a program's binaries and then launches its kernel, which has a
+/// required work-group size, as OpenCV does: the bare driver makes the binaries in that
+/// call, before the launch, and so must the layer make the rewritten program's (for the
+/// store). PoCL before 7.0 (`pocl_release_dlhandle_cache`) finds the compiled work-group
+/// function a finished command releases by kernel and local size only; making a
+/// program's binaries puts a generic one of each kernel, with the required size as its
+/// local size and no reference, first in that cache, so a command of that kernel that
+/// ended meanwhile released it instead of its own: `Assertion found->ref_count > 0`
+/// (SIGABRT; OpenCV's chaos run, once in CI). The layer made that binary on a thread,
+/// while the application's launches of the program ran. Whether such an abort comes is
+/// down to timing; the order is not: the binary must be stored when the call returns.
+#[test]
+fn binaries_asked_before_a_launch_are_made_before_it() {
+    let _g = setup();
+    let sp = Env::sp();
+    let p = mc::build(&sp, REQUIRED, "").unwrap();
+    let before = store_blobs();
+    mc::binary_of(p);
+    let stored_at_once = store_blobs().iter().any(|b| !before.contains(b));
+    let k = sp.kernel(p, "required");
+    let out = sp.buffer(8 * 4);
+    mc::arg(k, 0, out);
+    mc::arg(k, 1, 5u32);
+    ok(mc::enqueue(sp.queue, k, None, &[8], Some(&[2]), &[], None));
+    let got = sp.read::<u32>(out, 8);
+    let want: Vec<u32> = (0..8).map(|i| i / 2 * 3 + i % 2 + 5).collect();
+    assert_eq!(got, want);
+    assert!(
+        stored_at_once,
+        "the rewritten binary was stored after the binaries call returned"
+    );
+    mc::release_mems(&[out]);
+    // SAFETY: our kernel and program.
+    unsafe {
+        clReleaseKernel(k);
+        clReleaseProgram(p);
+    }
+}

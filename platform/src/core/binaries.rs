@@ -319,10 +319,22 @@ pub fn record(p: &Program, bare: cl_program, size: usize, value: *mut std::ffi::
 }
 
 /// Keeps the rewritten program's own binary for `dev` beside the entry `e` of `key` (so a
-/// later process need not compile the recipe), made on a thread of the layer: PoCL
+/// later process need not compile the recipe). Made on a thread of the layer: PoCL
 /// compiles every kernel to machine code to make it (seconds, more than the build), and
 /// the application, which is waiting for its own binaries, need not wait for it too.
 /// Until it is written the entry is still a hit (its recipe is compiled).
+///
+/// Except for a program with a kernel that has a required work-group size: its binary is
+/// made here, in the application's binaries call, before the application can launch it,
+/// as the bare driver makes the binaries of the program it launches. PoCL before 7.0
+/// (`pocl_release_dlhandle_cache`) finds the compiled work-group function that a finished
+/// command releases by kernel and local size only, and making binaries puts a generic
+/// function of each kernel, unreferenced, first in that cache, with the required size as
+/// its local size (the next ask gives it a reference): a command of that kernel already
+/// running that ended before then released that one instead of its own, and PoCL
+/// aborted (`Assertion found->ref_count > 0`; OpenCV's `lkSparse` under chaos,
+/// docs/compatibility.md). Made on a thread, the binary came while the application's
+/// launches of the program ran.
 fn store_rewritten_binary(p: &Program, dev: cl_device_id, key: Key, mut e: Entry) {
     // The rewritten executable: its own vendor program, or the application's (a link of
     // rewritten inputs).
@@ -333,40 +345,92 @@ fn store_rewritten_binary(p: &Program, dev: cl_device_id, key: Key, mut e: Entry
     else {
         return;
     };
+    // Decided before the closure takes the program and device.
+    let at_once = requires_work_group_size(&program.0, dev);
     let dev = DeviceHandle(dev);
+    let store = move || {
+        // Whole, not their fields (closures capture fields since Rust 2021).
+        let (dev, program) = (dev, program);
+        let t0 = std::time::Instant::now();
+        let bin = executable_binary(program.0.vt, program.0.h, dev.0);
+        tracing::debug!(
+            what = "rewritten binary (store)",
+            ms = t0.elapsed().as_millis() as u64,
+            ok = bin.is_some(),
+            "softpreempt: vendor build"
+        );
+        let store = Store::configured();
+        if let (Some(bin), Some(store)) = (bin, store) {
+            e.rewritten_binary = store.put_blob(&bin).ok();
+            if e.rewritten_binary.is_some() {
+                if let Err(err) = store.put(&key, &e) {
+                    crate::warn_once!(
+                        "store-write",
+                        "softpreempt: could not write to the program store {}: {err}",
+                        store.entries_dir().display()
+                    );
+                }
+            }
+        }
+    };
+    if at_once {
+        store();
+        return;
+    }
     crate::core::build_threads::started();
     let spawned = std::thread::Builder::new()
         .name("softpreempt-store-binary".into())
         .spawn(move || {
-            // Whole, not their fields (closures capture fields since Rust 2021).
-            let (dev, program) = (dev, program);
-            let t0 = std::time::Instant::now();
-            let bin = executable_binary(program.0.vt, program.0.h, dev.0);
-            tracing::debug!(
-                what = "rewritten binary (store)",
-                ms = t0.elapsed().as_millis() as u64,
-                ok = bin.is_some(),
-                "softpreempt: vendor build"
-            );
-            let store = Store::configured();
-            if let (Some(bin), Some(store)) = (bin, store) {
-                e.rewritten_binary = store.put_blob(&bin).ok();
-                if e.rewritten_binary.is_some() {
-                    if let Err(err) = store.put(&key, &e) {
-                        crate::warn_once!(
-                            "store-write",
-                            "softpreempt: could not write to the program store {}: {err}",
-                            store.entries_dir().display()
-                        );
-                    }
-                }
-            }
+            store();
             crate::core::build_threads::ended();
         });
     if let Err(err) = spawned {
         crate::core::build_threads::ended();
         tracing::debug!("softpreempt: no thread to store the rewritten binary: {err}");
     }
+}
+
+/// Whether a kernel of the vendor program `p` has a required work-group size
+/// (`reqd_work_group_size`) on `device`; when the vendor cannot say, it may.
+fn requires_work_group_size(p: &Inner<cl_program>, device: cl_device_id) -> bool {
+    let vt = p.vt;
+    let (Some(create), Some(info), Some(release)) = (
+        vt.clCreateKernelsInProgram,
+        vt.clGetKernelWorkGroupInfo,
+        vt.clReleaseKernel,
+    ) else {
+        return true;
+    };
+    let mut n: cl_uint = 0;
+    // SAFETY: the vendor's own built program; only the count is asked for.
+    if unsafe { create(p.h, 0, std::ptr::null_mut(), &mut n) } != CL_SUCCESS {
+        return true;
+    }
+    let mut kernels: Vec<cl_kernel> = vec![std::ptr::null_mut(); n as usize];
+    // SAFETY: room for the `n` kernels the vendor counted.
+    if n == 0 || unsafe { create(p.h, n, kernels.as_mut_ptr(), std::ptr::null_mut()) } != CL_SUCCESS
+    {
+        return n != 0;
+    }
+    let mut required = false;
+    for k in kernels {
+        let mut size = [0usize; 3];
+        // SAFETY: the vendor's query on its own kernel, into three size_t.
+        let rc = unsafe {
+            info(
+                k,
+                device,
+                CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+                std::mem::size_of_val(&size),
+                size.as_mut_ptr() as *mut std::ffi::c_void,
+                std::ptr::null_mut(),
+            )
+        };
+        required |= rc != CL_SUCCESS || size != [0; 3];
+        // SAFETY: the kernel the vendor just made for us, released once.
+        unsafe { release(k) };
+    }
+    required
 }
 
 /// A vendor device handle taken to a thread of the layer.
