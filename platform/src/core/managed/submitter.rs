@@ -221,6 +221,8 @@ pub fn run(m: Arc<Managed>) {
         let Some(cmd) = cmd else { break };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.process(cmd)));
         if r.is_err() {
+            // Left open, the window would hold every later failure back for good.
+            s.look = None;
             tracing::error!("softpreempt: internal error in the submitter (command dropped)");
         }
         s.m.pending.fetch_sub(1, Ordering::AcqRel);
