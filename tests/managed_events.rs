@@ -18,7 +18,13 @@ use std::time::Duration;
 /// rewrite takes) are off; `tests/managed_yield.rs` has them.
 const SCHED: &str = "slice = \"always\"\ntarget_slice_us = 50\nyielding = \"never\"";
 
+/// The kernel that the submitter holds between its look at an unready launch's
+/// dependencies and its enqueue (`SOFTPREEMPT_TEST_HOLD_UNREADY`, a test hook).
+const HELD: &str = "held_task";
+
 fn setup() -> (&'static Path, std::sync::MutexGuard<'static, ()>) {
+    // Before the layer's first look at it (the first OpenCL call comes after).
+    std::env::set_var("SOFTPREEMPT_TEST_HOLD_UNREADY", HELD);
     let dir = mc::init(SCHED);
     (dir, mc::serial())
 }
@@ -504,6 +510,67 @@ fn failed_dependency_fails_the_deferred_command_like_bare() {
         "bare vs SoftPreempt (wait rc, launch failed, marker failed, marker type); bare: {:?}",
         results[0]
     );
+}
+
+/// The CTS's `userevents` hang under chaos (docs/cts.md): a launch waiting on a user event
+/// reached the submitter, which saw the event unset and so sent the launch whole; the
+/// application set the event to a failure before that enqueue, and PoCL never completes
+/// a command enqueued behind an event that already failed, so `clFinish` never returned.
+/// The test hook holds the submitter exactly between its look and its enqueue while the
+/// application fails the event; the queue must still finish, with the launch failed.
+#[test]
+fn user_event_failing_between_look_and_enqueue_still_lets_the_queue_finish() {
+    let _g = setup();
+    let env = Env::sp();
+    let src = format!("__kernel void {HELD}(__global uint* o) {{ o[0] += 1u; }}");
+    let prog = mc::build(&env, &src, "").unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, HELD);
+    let out = env.buffer(4);
+    mc::arg(k, 0, out);
+    let mark = std::env::temp_dir().join(format!("softpreempt-test-hold-{}", std::process::id()));
+    let _ = std::fs::remove_file(&mark);
+    let u = user_event(&env);
+    let mut ev = std::ptr::null_mut();
+    ok(mc::enqueue(
+        env.queue,
+        k,
+        None,
+        &[1],
+        None,
+        &[u],
+        Some(&mut ev),
+    ));
+    mc::eventually(
+        "the submitter holding the launch",
+        Duration::from_secs(30),
+        || mark.exists(),
+    );
+    let _ = std::fs::remove_file(&mark);
+    // SAFETY: our user event, set once.
+    ok(unsafe { clSetUserEventStatus(u, -5) });
+    // A hang is the failure: clFinish runs on a thread of its own, left behind if it hangs.
+    let q = env.queue as usize;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // SAFETY: a live queue.
+        let _ = tx.send(unsafe { clFinish(q as cl_command_queue) });
+    });
+    let finished = rx.recv_timeout(Duration::from_secs(30));
+    assert_eq!(
+        finished,
+        Ok(CL_SUCCESS),
+        "clFinish did not return: the launch reached the vendor behind its failed user event"
+    );
+    assert!(
+        mc::status(ev) < 0,
+        "the launch did not fail with its dependency"
+    );
+    release(ev);
+    release(u);
+    // SAFETY: our kernel and program, released once.
+    ok(unsafe { clReleaseKernel(k) });
+    ok(unsafe { clReleaseProgram(prog) });
+    mc::release_mems(&[out]);
 }
 
 #[test]

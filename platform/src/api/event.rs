@@ -211,8 +211,16 @@ pub fn set_user_event_status(event: cl_event, execution_status: cl_int) -> CLRes
     if e.deferred.is_some() {
         return Err(CL_INVALID_EVENT);
     }
-    vtry!(
-        e.inner.vt,
-        clSetUserEventStatus(e.inner.h, execution_status)
-    )
+    let set = || {
+        vtry!(
+            e.inner.vt,
+            clSetUserEventStatus(e.inner.h, execution_status)
+        )
+    };
+    if execution_status < 0 {
+        // A submitter sending a command that waits on this event must see the failure
+        // before its enqueue, or enqueue before it (see `core::managed::failing`).
+        return crate::core::managed::failing::set_failed(e.inner.h, set);
+    }
+    set()
 }

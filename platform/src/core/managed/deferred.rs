@@ -244,17 +244,16 @@ impl Deferred {
             };
         }
         if let Some(f) = self.user.vt.clSetUserEventStatus {
-            // SAFETY: our retained user event; set exactly once.
-            unsafe {
-                f(
-                    self.user.h,
-                    if status < 0 {
-                        status
-                    } else {
-                        CL_COMPLETE as cl_int
-                    },
-                )
-            };
+            let h = self.user.h;
+            if status < 0 {
+                // Commands the submitters send behind this event must not meet the
+                // failure between their look at it and their enqueue (see `failing`).
+                // SAFETY: our retained user event; set exactly once.
+                super::failing::set_failed(h, || unsafe { f(h, status) });
+            } else {
+                // SAFETY: as above.
+                unsafe { f(h, CL_COMPLETE as cl_int) };
+            }
         }
     }
 
@@ -403,8 +402,9 @@ impl Drop for Deferred {
         if !p.done {
             // Never left unset: waiters would hang forever.
             if let Some(f) = self.user.vt.clSetUserEventStatus {
+                let h = self.user.h;
                 // SAFETY: our retained user event, not yet set.
-                unsafe { f(self.user.h, CL_OUT_OF_RESOURCES) };
+                super::failing::set_failed(h, || unsafe { f(h, CL_OUT_OF_RESOURCES) });
             }
         }
         release(self.user.vt, self.user.h);

@@ -21,6 +21,7 @@
 
 pub mod arbiter;
 pub mod deferred;
+pub mod failing;
 pub mod launch;
 mod profiles;
 mod readiness;

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::deferred::{complete_on, status_of, Deferred};
+use super::failing;
 use super::profiles::{self, ProfileKey};
 use super::{monotonic_ns, Command, Managed, Work};
 use crate::config;
@@ -175,6 +176,9 @@ struct Submitter {
     group_ns: u64,
     /// The kernel and cost per wave of the latest retired piece (uneven kernels).
     recent: Option<(ModelKey, f64)>,
+    /// Open from the look at an unready command's dependencies to its enqueue (see
+    /// `failing`).
+    look: Option<failing::Window>,
 }
 
 /// The thread body.
@@ -187,6 +191,7 @@ pub fn run(m: Arc<Managed>) {
         launch_max_ns: 0,
         group_ns: 0,
         recent: None,
+        look: None,
     };
     loop {
         let cmd = {
@@ -216,6 +221,8 @@ pub fn run(m: Arc<Managed>) {
         let Some(cmd) = cmd else { break };
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.process(cmd)));
         if r.is_err() {
+            // Left open, the window would hold every later failure back for good.
+            s.look = None;
             tracing::error!("softpreempt: internal error in the submitter (command dropped)");
         }
         s.m.pending.fetch_sub(1, Ordering::AcqRel);
@@ -240,6 +247,7 @@ pub fn run_now(m: &Arc<Managed>) {
         launch_max_ns: 0,
         group_ns: 0,
         recent: None,
+        look: None,
     };
     loop {
         let Some(cmd) = s.m.lock().fifo.pop_front() else {
@@ -434,19 +442,32 @@ impl Submitter {
             event,
         } = cmd;
         let waits: Vec<cl_event> = wait.iter().map(|r| r.handle()).collect();
+        // No dependency may fail between the look below and the enqueue of an unready
+        // command (see `failing`): the window stays open until that enqueue.
+        let window = (!waits.is_empty()).then(failing::window);
         // One read of each dependency's status decides both questions below: read twice,
         // a dependency could fail in between, and a launch sliced behind a failed event
         // would hold the window for ever (PoCL never runs it).
         let statuses: Vec<cl_int> = waits.iter().map(|&e| status_of(self.vt(), e)).collect();
-        let status = if statuses.iter().any(|&s| s < 0) {
-            // A dependency already failed: the command fails as the vendor fails the
-            // dependents of a failed event (PoCL never completes a command enqueued after
-            // its dependency failed).
+        let failed = waits
+            .iter()
+            .zip(&statuses)
+            .any(|(&e, &s)| s < 0 || (s > CL_COMPLETE as cl_int && failing::is_failing(e)));
+        let status = if failed {
+            // A dependency already failed, or is being set to a failure now: the command
+            // fails as the vendor fails the dependents of a failed event (PoCL never
+            // completes a command enqueued after its dependency failed).
             Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST)
         } else {
             // Not ready (see `Managed::ready`): the command goes to the vendor at once and
             // holds nothing of the arbiter's while it waits there.
             let pending = !self.m.ready_with(&waits, &statuses);
+            // A ready command's dependencies complete by vendor work alone (they fail
+            // only by a vendor's own error): no window across its grants.
+            self.look = window.filter(|_| pending);
+            if let (true, Work::Launch(l)) = (pending, &work) {
+                failing::test_hold(self.vt(), &l.name, &waits, &statuses);
+            }
             let r = match work {
                 Work::Call(call) => self.call(call, &waits, pending, event.as_ref()),
                 Work::Launch(l) => self.launch(&l, &waits, pending, event.as_ref()),
@@ -458,6 +479,7 @@ impl Submitter {
             }
             r
         };
+        self.look = None;
         if let (Err(e), Some(d)) = (status, event.as_ref()) {
             d.finish(e);
         }
@@ -481,7 +503,10 @@ impl Submitter {
         } else {
             std::ptr::null_mut()
         };
-        call(&self.m.inner, waits.len() as cl_uint, list_ptr(waits), out)?;
+        let r = call(&self.m.inner, waits.len() as cl_uint, list_ptr(waits), out);
+        // On the vendor: a failure from now on is the vendor's to pass on.
+        self.look = None;
+        r?;
         if ev.is_null() {
             return Ok(());
         }
@@ -495,11 +520,12 @@ impl Submitter {
         Ok(())
     }
 
-    /// Records `ev` as the command's final piece. A dependency that failed between the
-    /// submitter's look at it and the enqueue may leave the piece never completing (PoCL
-    /// runs nothing enqueued behind a failed event), so the command fails now, as it would
-    /// have had the failure come first; the user event is set before waiters learn of the
-    /// final piece, so none of them waits on it.
+    /// Records `ev` as the command's final piece. A dependency that failed by the vendor's
+    /// own error between the submitter's look at it and the enqueue (failures the layer
+    /// passes on cannot come in between: see `failing`) may leave the piece never
+    /// completing (PoCL runs nothing enqueued behind a failed event), so the command fails
+    /// now, as it would have had the failure come first; the user event is set before
+    /// waiters learn of the final piece, so none of them waits on it.
     fn last_piece(&self, d: &Arc<Deferred>, ev: cl_event, waits: &[cl_event]) {
         d.piece(ev);
         if waits.iter().any(|&e| status_of(self.vt(), e) < 0) {
@@ -514,7 +540,7 @@ impl Submitter {
     /// block as its local size where that is one (`Launch::unit_is_local`); a launch sent
     /// whole goes with the application's own local size.
     fn enqueue_piece(
-        &self,
+        &mut self,
         l: &Launch,
         offset: *const usize,
         size: &[usize; 3],
@@ -546,6 +572,8 @@ impl Submitter {
             },
             None => CL_INVALID_OPERATION,
         };
+        // On the vendor (or refused): a failure from now on is the vendor's to pass on.
+        self.look = None;
         if rc != CL_SUCCESS {
             return Err(rc);
         }
