@@ -3,7 +3,8 @@
 
 The LP trains an MLP (--in-dim, --hidden twice, 10 classes; Adam, cross-entropy) on one
 random batch of --lp-batch rows, step after step, each step a TinyJit replay and a
-`.item()` of the loss (as a training loop that logs it does): reported as steps/s. The HP
+`.item()` of the loss (as a training loop that logs it does): reported as steps/s while the
+HP is measured (each step's completion time, `pair_common.lp_rate`). The HP
 answers inference requests through an initialised MLP of the same shape: a batch of
 --hp-batch rows in (a host copy), a TinyJit forward, `.numpy()` out (a blocking read),
 at Poisson-spaced times (mean gap --gap-ms); reported per request, over its first second
@@ -31,8 +32,8 @@ import os
 import sys
 import time
 
-from pair_common import (Work, cell as f, entry, finish, hp_figures, scenario as run_scenario,
-                         serve)
+from pair_common import (Work, cell as f, entry, finish, hp_figures, lp_rate,
+                         scenario as run_scenario, serve)
 
 
 def platform_name(dev):
@@ -89,9 +90,12 @@ def role_main(role):
         # pause the first measured request is an arrival next to a running LP.
         time.sleep(1.0)
         print("ready", flush=True, file=proto)
+        # CLOCK_MONOTONIC is system-wide: the LP's completion times are read against it.
+        t0 = time.monotonic()
         lat, at = serve(request, float(os.environ["PAIR_GAP_MS"]),
                         float(os.environ["PAIR_DURATION"]))
-        print(json.dumps({"lat": lat, "at": at, **plat}), file=proto, flush=True)
+        print(json.dumps({"lat": lat, "at": at, "window": [t0, time.monotonic()], **plat}),
+              file=proto, flush=True)
         return
     batch = int(os.environ["PAIR_LP_BATCH"])
     opt = nn.optim.Adam(get_parameters(layers), lr=1e-4)
@@ -109,13 +113,14 @@ def role_main(role):
     for _ in range(3):  # the JIT captures on the second call and replays from the third
         step(x, y).item()
     print("ready", flush=True, file=proto)
-    done, loss = 0, 0.0
+    done, loss, done_at = 0, 0.0, []
     start = time.perf_counter()
     while not warm_only and not os.path.exists(stop):
         loss = step(x, y).item()
         done += 1
+        done_at.append(time.monotonic())
     print(json.dumps({"steps": done, "seconds": time.perf_counter() - start, "loss": loss,
-                      **plat}), file=proto, flush=True)
+                      "done_at": done_at, **plat}), file=proto, flush=True)
 
 
 def main():
@@ -195,7 +200,7 @@ def main():
     def figures(r):
         line = hp_figures(r["hp"]["lat"], r["hp"]["at"]) if "hp" in r else {}
         if "lp" in r:
-            line["lp_rate"] = r["lp"]["steps"] / r["lp"]["seconds"]
+            line["lp_rate"] = lp_rate(r["lp"]["done_at"], r.get("hp", {}).get("window"))
         return line
 
     table = {name: figures(r) for name, r in rows.items()}

@@ -348,6 +348,11 @@ fn store_rewritten_binary(p: &Program, dev: cl_device_id, key: Key, mut e: Entry
     // Decided before the closure takes the program and device.
     let at_once = requires_work_group_size(&program.0, dev);
     let dev = DeviceHandle(dev);
+    // Everything vendor the closure holds (the program) is released before it returns, so
+    // before the thread's build counts as ended below: `build_threads` lets the process
+    // exit once none runs, and a `clReleaseProgram` still to come on this thread then ran
+    // into NVIDIA's teardown (tinygrad's training process died of SIGSEGV at exit, its
+    // last programs' binaries just stored).
     let store = move || {
         // Whole, not their fields (closures capture fields since Rust 2021).
         let (dev, program) = (dev, program);
@@ -372,6 +377,7 @@ fn store_rewritten_binary(p: &Program, dev: cl_device_id, key: Key, mut e: Entry
                 }
             }
         }
+        drop(program);
     };
     if at_once {
         store();

@@ -5,6 +5,7 @@ pub mod binaries;
 pub mod build_threads;
 pub mod callback;
 pub mod cl;
+pub mod concurrent_builds;
 pub mod error;
 pub mod events;
 pub mod extensions;

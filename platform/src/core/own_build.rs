@@ -19,7 +19,8 @@
 //! Started only once this process has asked for some program's binaries: a process that
 //! never does (most GPU applications) pays nothing for it; one that does (pyopencl, OpenCV)
 //! builds its first program's own program when asked, as before, and every later one beside
-//! its rewritten build.
+//! its rewritten build. And only on PoCL (`core::concurrent_builds`): elsewhere compiles
+//! take milliseconds, and NVIDIA's crashed with builds running beside the application's.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,7 +72,8 @@ static PRIVATE: Mutex<Vec<(Vec<usize>, Private)>> = Mutex::new(Vec::new());
 /// devices and options in a private context, if this process asks for binaries.
 /// `None`: not started (the own program is then built when its binaries are asked for).
 pub fn start(p: &Program, devices: &[Ref<Device>], options: &Option<CString>) -> Option<Pending> {
-    if !ASKED.load(Ordering::Relaxed) {
+    // Only where two builds at once are known to be safe, and gain (`concurrent_builds`).
+    if !ASKED.load(Ordering::Relaxed) || !crate::core::concurrent_builds::safe(p.inner.vt) {
         return None;
     }
     let vt = p.inner.vt;
