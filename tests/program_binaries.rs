@@ -475,12 +475,17 @@ fn store_files() -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Every entry file of this process tree's program store.
-fn store_entries() -> Vec<PathBuf> {
+/// Every file of this process tree's program store named `*.{ext}`.
+fn store_files_of(ext: &str) -> Vec<PathBuf> {
     store_files()
         .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
         .collect()
+}
+
+/// Every entry file of this process tree's program store.
+fn store_entries() -> Vec<PathBuf> {
+    store_files_of("json")
 }
 
 /// A truncated or corrupt store entry is a miss: the binary loads and runs as the bare
@@ -688,14 +693,6 @@ void required(global uint* o, uint k) {
 }
 "#;
 
-/// Every binary file (not an entry) of this process tree's program store.
-fn store_blobs() -> Vec<PathBuf> {
-    store_files()
-        .into_iter()
-        .filter(|p| p.extension().is_some_and(|e| e == "bin"))
-        .collect()
-}
-
 /// The application reads a program's binaries and then launches its kernel, which has a
 /// required work-group size, as OpenCV does: the bare driver makes the binaries in that
 /// call, before the launch, and so must the layer make the rewritten program's (for the
@@ -712,9 +709,9 @@ fn binaries_asked_before_a_launch_are_made_before_it() {
     let _g = setup();
     let sp = Env::sp();
     let p = mc::build(&sp, REQUIRED, "").unwrap();
-    let before = store_blobs();
+    let before = store_files_of("bin");
     mc::binary_of(p);
-    let stored_at_once = store_blobs().iter().any(|b| !before.contains(b));
+    let stored_at_once = store_files_of("bin").iter().any(|b| !before.contains(b));
     let k = sp.kernel(p, "required");
     let out = sp.buffer(8 * 4);
     mc::arg(k, 0, out);
