@@ -260,6 +260,15 @@ fn text_that_could_mean_something_else_past_the_last_line_is_refused() {
         "kernel void k(global int* o) { o[0] = later; }\n#define later 2\n",
         "`later`, which a macro defined at or after the kernel names",
     );
+    // The line a copy is on is not the kernel's (the CTS's kernel_preprocessor_macros).
+    skipped(
+        "kernel void k(global int* o) { o[0] = __LINE__; }",
+        "uses `__LINE__`",
+    );
+    skipped(
+        "#define WHERE (__LINE__ + 1)\nkernel void k(global int* o) { o[0] = WHERE; }",
+        "uses `__LINE__`",
+    );
     skipped(
         "kernel void k(global int* o) { o[0] = 1; __asm__(\"\"); }",
         "uses `__asm__`",

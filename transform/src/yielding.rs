@@ -454,6 +454,13 @@ impl<'a> Yielder<'a> {
             if !seen.insert(name) {
                 continue;
             }
+            // Its value is the copy's line, not the kernel's, and NVIDIA ignores `#line`
+            // (the CTS's kernel_preprocessor_macros checks it).
+            if name == "__LINE__" {
+                return Err(
+                    "uses `__LINE__`, which the copy past the last line would change".into(),
+                );
+            }
             if unit.undefs.iter().any(|u| u == name) {
                 return Err(format!("uses macro `{name}`, which is #undef'd"));
             }
