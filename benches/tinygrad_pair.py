@@ -141,13 +141,16 @@ def main():
                     help="SoftPreempt's per-kernel statistics (SOFTPREEMPT_PROFILE) of the "
                          "measured SoftPreempt scenarios: which kernels were sliced, how long "
                          "their pieces ran")
+    ap.add_argument("--sched", default="",
+                    help="more [sched] lines for SoftPreempt (TOML text; default: none, the "
+                         "defaults)")
     ap.add_argument("--json")
     a = ap.parse_args()
     # GPU sizes: each training step's matrix products are millions of work-items.
     for k, gpu, cpu in (("hidden", 2048, 256), ("lp_batch", 8192, 256), ("hp_batch", 16, 4)):
         if getattr(a, k) is None:
             setattr(a, k, cpu if a.small else gpu)
-    w = Work("tinygrad-pair-", a.lib, a.vendor_lib, sp_alone=True)
+    w = Work("tinygrad-pair-", a.lib, a.vendor_lib, sp_alone=True, sched=a.sched)
     work, conf = w.dir, w.conf
 
     def env(platform, priority=None, **kw):

@@ -48,10 +48,68 @@ use crate::core::objects::{Kernel, Program};
 /// costs a host round trip per launch.
 pub const MIN_YIELD_NS: u64 = 500_000;
 
+/// The same on a GPU. Each yielding run empties the queue before it and makes the next
+/// command wait for the host to see it end: 40-70 µs of idle device a run on an H200
+/// (tinygrad's training step, traced). Below 5 ms that is more than about 1% of the
+/// launch, and the driver's own hand-over between contexts (1-2 ms) bounds a higher
+/// priority's wait behind such a launch nearly as well. tinygrad's training process kept
+/// 0.94-0.95 of the bare co-run's steps with 0.5 ms here and 0.97-0.98 with 5 ms, its
+/// server's p99 unchanged (`scripts/gpu/tinygrad-trace.sh`); the issue-23 LPs' launches
+/// (12-50 ms) yield as before.
+pub const MIN_YIELD_GPU_NS: u64 = 5_000_000;
+
 /// What a stopped launch needs beyond its work-group: the yield word's write reaching the
 /// running kernel (NVIDIA: a write through the second queue, 20-40 µs in the probe) and the
 /// host seeing the launch end.
 pub const SIGNAL_NS: u64 = 60_000;
+
+/// Per (kernel class, device) on a GPU: how many runs nobody asked to stop were seen, and
+/// the least ns a wave of their persistent groups took (see [`too_long_to_ask`]).
+static RUN_WAVES: Lazy<Mutex<HashMap<(usize, usize), RunWaves>>> = Lazy::new(Default::default);
+
+/// Runs seen, and the least ns a wave of them took.
+type RunWaves = (u32, u64);
+
+/// Records that a whole run of the kernel `key` nobody asked to stop took `wave_ns` a wave
+/// of its persistent groups (`key`: `submitter::ModelKey`).
+pub fn observed_run_wave(key: (usize, usize), wave_ns: u64) {
+    let mut runs = RUN_WAVES.lock().unwrap_or_else(|e| e.into_inner());
+    let e = runs.entry(key).or_insert((0, u64::MAX));
+    *e = (e.0.saturating_add(1), e.1.min(wave_ns));
+}
+
+/// Forgets what runs showed of the kernel class `h` (its program is released or rebuilt).
+pub fn forget_kernel(h: usize) {
+    RUN_WAVES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|k, _| k.0 != h);
+}
+
+/// Whether the kernel `key`'s own yielding runs on a GPU showed groups too long to be
+/// asked: one wave of them plus the signal path outlasts the driver's own hand-over
+/// between contexts, so no higher priority would ever ask it (the submitter's rule), and
+/// running it as a yielding launch buys nothing while costing what every yielding run
+/// costs: the queue emptied before it and a host round trip after it (the next command
+/// waits for the host to see the run end). tinygrad's 8192x2048 matrix product on an
+/// H200 (2.5 ms groups, a third of the training step's launches) was never asked in 780
+/// launches, and the training process kept 0.94 of the bare co-run's steps instead of
+/// 0.98 with `yielding = "never"`. Such a kernel's launches go as the application's kernel
+/// instead, where the driver shares the device as it would without the layer (rule 8).
+///
+/// Judged only from the kernel's own runs (a model learned from launches sent whole counts
+/// waves in other units, `submitter::yield_launch`), and from the least of at least two:
+/// a run's host-observed time only grows with another context's kernels time-sliced in,
+/// and the first run of a program's entries includes the driver's lazy load of it.
+fn too_long_to_ask(key: (usize, usize)) -> bool {
+    RUN_WAVES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&key)
+        .is_some_and(|&(n, w)| {
+            n >= 2 && w.saturating_add(SIGNAL_NS) > super::submitter::GPU_HANDOVER_NS
+        })
+}
 
 /// Total virtual groups a launch may have (the 32-bit ticket's differences stay
 /// unambiguous below 2^31).
@@ -85,17 +143,27 @@ pub fn prepare(
     pred: Option<u64>,
 ) -> Option<YieldLaunch> {
     let mode = config::config().sched.yielding;
-    // Only a launch known to be long is worth its program's persistent entries (a second
-    // vendor compile, on a thread): a kernel seen once, or short, is not. Building them
+    // Only a launch known to be long (`MIN_YIELD_NS`, `MIN_YIELD_GPU_NS`) is worth its
+    // program's persistent entries (a second vendor compile, on a thread): a kernel seen
+    // once, or short, is not. Building them
     // for every program a client launched (the first launch has no prediction) cost
     // pyopencl's suite 7 minutes instead of 4 on PoCL's 2 cores. `chaos` builds them for
     // every launch, so that tests exercise yields on short kernels too.
-    let long = pred.is_some_and(|p| p >= MIN_YIELD_NS);
+    let min = if m.gpu {
+        MIN_YIELD_GPU_NS
+    } else {
+        MIN_YIELD_NS
+    };
+    let long = pred.is_some_and(|p| p >= min);
     if mode == YieldMode::Never
         || (mode == YieldMode::Auto && !long)
         || m.client.is_none()
         || !m.in_order
     {
+        return None;
+    }
+    if too_long_to_ask((k.class.id, m.device.h as usize)) {
+        tracing::trace!(kernel = %k.name(), "groups too long to be asked: the application's kernel");
         return None;
     }
     let exec = crate::core::yield_program::entries(program)?;
@@ -579,5 +647,39 @@ impl Watcher {
             self.arbiter
                 .wait_yield_generation(seen, wait.max(Duration::from_micros(50)));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Class ids no real kernel of this test process has (`KernelClass` ids count from 1).
+    const K: (usize, usize) = (usize::MAX - 1, 7);
+
+    #[test]
+    fn a_kernel_is_too_long_to_ask_only_from_two_runs_and_by_the_least() {
+        forget_kernel(K.0);
+        // One run, however long (the first includes the driver's lazy load): not judged.
+        observed_run_wave(K, 7_000_000);
+        assert!(!too_long_to_ask(K));
+        // A second, short run: the least counts, so it stays askable.
+        observed_run_wave(K, 900_000);
+        assert!(!too_long_to_ask(K));
+        // Another device's runs are its own.
+        let other = (K.0, 8);
+        observed_run_wave(other, 2_500_000);
+        observed_run_wave(other, 2_400_000);
+        assert!(too_long_to_ask(other));
+        // A wave just under the hand-over with the signal path on top is too long.
+        let edge = (K.0, 9);
+        let w = super::super::submitter::GPU_HANDOVER_NS - SIGNAL_NS + 1;
+        observed_run_wave(edge, w);
+        observed_run_wave(edge, w);
+        assert!(too_long_to_ask(edge));
+        // The program is released or rebuilt: what its runs showed is forgotten.
+        forget_kernel(K.0);
+        assert!(!too_long_to_ask(other));
+        assert!(!too_long_to_ask(edge));
     }
 }
