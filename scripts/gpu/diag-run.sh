@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # A short look at yielding launches on the GPU machine (after scripts/gpu/pack-yield.sh):
 # four LP kernels of the benchmark matrix next to the single-kernel HP, bare and through
-# SoftPreempt at defaults, then the OpenCV pair. Results: printed, and $OUT/diag.tgz.
+# SoftPreempt at defaults, then the OpenCV pair. ROWS picks rows (default: "compute gemm
+# mandel memory"). Results: printed, and $OUT/diag.tgz.
 set -u
 cd "$(dirname "$0")/../.."
 . scripts/gpu-env.sh
 R=$(mktemp -d)/diag; mkdir -p "$R"
 for row in "compute|" "gemm|--lp-kernel gemm" "mandel|--lp-kernel mandel" "memory|--lp-kernel memory"; do
   name=${row%%|*} flags=${row#*|}
+  case " ${ROWS:-compute gemm mandel memory} " in *" $name "*) ;; *) continue ;; esac
   # shellcheck disable=SC2086
   timeout 120 carry/bin/preempt $flags --lp-ms 50 --hp-us 450 --hp-burst 1 --gap-ms 20 \
     --modes hp-alone,corun-bare,corun-sp,arrival-bare,arrival-sp,lp-bare --duration 3 --arrival-reps 2 \
