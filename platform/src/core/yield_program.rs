@@ -165,6 +165,9 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
     };
     *st = YieldState::Building;
     drop(st);
+    // Said once per build: tests count these to tell that a kernel seen only briefly (or
+    // cold) started none.
+    tracing::debug!("persistent entries: build started");
     build_threads::started();
     let job = Job {
         program: p.hold(),

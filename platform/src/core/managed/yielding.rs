@@ -89,8 +89,13 @@ pub fn prepare(
     // vendor compile, on a thread): a kernel seen once, or short, is not. Building them
     // for every program a client launched (the first launch has no prediction) cost
     // pyopencl's suite 7 minutes instead of 4 on PoCL's 2 cores. `chaos` builds them for
-    // every launch, so that tests exercise yields on short kernels too.
-    let long = pred.is_some_and(|p| p >= MIN_YIELD_NS);
+    // every launch, so that tests exercise yields on short kernels too. The prediction
+    // must rest on a warm model (`TimingModel::warm`): a kernel's first launch may be all
+    // cold start (NVIDIA loads its module: OpenCV's FFT kernel took 7 ms the first time and
+    // 65 µs afterwards), and its entries would be built for nothing. The model is looked up
+    // only for a launch that looks long.
+    let long = pred.is_some_and(|p| p >= MIN_YIELD_NS)
+        && super::submitter::model(&(k.class.id, m.device.h as usize)).warm();
     if mode == YieldMode::Never
         || (mode == YieldMode::Auto && !long)
         || m.client.is_none()
