@@ -481,7 +481,7 @@ const COLD_CHILD: &str = "SP_TEST_COLD_CHILD";
 
 /// A kernel's first launch may be all cold start: PoCL compiles its work-group functions
 /// then (with its kernel cache off, as here, in every process: 130-300 ms for a kernel of
-/// 60 µs), NVIDIA loads its module. Building the program's persistent entries (a second
+/// 0.1 ms), NVIDIA loads its module. Building the program's persistent entries (a second
 /// vendor compile of the whole program) on that evidence alone would be for nothing, so a
 /// kernel launched twice starts no build: its second launch is the first the model can
 /// learn the kernel's warm time from. (The model that kept the first launch's time found

@@ -152,8 +152,8 @@ pub fn slice_at(range: &NdRange, first_row: u64, rows: u64) -> Option<Slice> {
 /// A kernel's first launch may pay one-off costs: NVIDIA's driver loads the kernel's
 /// module lazily at its first launch (OpenCV's FFT kernel took 7 ms on an H200 the first
 /// time, 65 µs afterwards), and PoCL compiles a work-group function for each variant a
-/// launch needs (its local size, a zero global offset or not: a sliced first launch of a
-/// 60 µs kernel paid 130-150 ms in each of its first two slices). Kept at a weight that
+/// launch needs (its local size, and apparently a zero global offset or not: a sliced
+/// first launch of a 0.1 ms kernel paid 130-300 ms in each of its first two slices). Kept at a weight that
 /// decays by `1 - alpha` a launch, such observations make a short kernel look long for
 /// many launches. So the observations of the kernel's first launch are provisional (the
 /// caller says where a launch ends, [`TimingModel::end_launch`]): a later observation
@@ -698,9 +698,9 @@ mod tests {
         }
         assert!(all.predict(1).unwrap() > 500_000, "{:?}", all.predict(1));
 
-        // PoCL, a first launch of a 60 µs kernel cut in two slices: each compiled a
-        // work-group function (offset zero, then not). They agree with each other, and
-        // the second launch's first piece shows them both cold.
+        // PoCL, a first launch of a 0.1 ms kernel cut in two slices: each compiled a
+        // work-group function (apparently: offset zero, then not). They agree with each
+        // other, and the second launch's first piece shows them both cold.
         let mut m = TimingModel::default();
         launch(&mut m, &[(1.0, 146_000_000), (1.0, 129_000_000)]);
         assert!(!m.warm() && m.samples() == 2);
