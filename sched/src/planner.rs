@@ -174,6 +174,9 @@ pub struct TimingModel {
     /// While the model holds only the first launch's observations: what a later one is
     /// compared with.
     first_launch: Option<FirstLaunch>,
+    /// The first run of another vendor form of the kernel (units, ns), held apart until
+    /// the next observation settles it (see [`TimingModel::observe_new_variant`]).
+    held: Option<(f64, f64)>,
 }
 
 /// The observations of a kernel's first launch, which may have been cold.
@@ -213,6 +216,7 @@ impl TimingModel {
             samples: 0,
             alpha: alpha.clamp(0.01, 1.0),
             first_launch: None,
+            held: None,
         }
     }
 
@@ -249,10 +253,11 @@ impl TimingModel {
             return;
         }
         let (x, y) = (units, ns as f64);
+        self.settle_held(x, y);
         let first = match self.first_launch {
             None if self.samples == 0 => Some(FirstLaunch::NONE_YET),
             None => None,
-            Some(f) if y * Self::COLD_FACTOR < f.least_ns.min(f.least_per_unit * x) => {
+            Some(f) if Self::shows_cold(f.least_ns, f.least_per_unit, x, y) => {
                 tracing::debug!(
                     least_ns = f.least_ns,
                     least_ns_per_unit = f.least_per_unit,
@@ -274,6 +279,58 @@ impl TimingModel {
             least_per_unit: f.least_per_unit.min(y / x),
             ended: false,
         });
+        self.add(x, y);
+    }
+
+    /// Whether `y` ns for `x` units is [`TimingModel::COLD_FACTOR`] times cheaper than
+    /// earlier observations whose least ns and least ns per unit are given, each scaled
+    /// to `x` units where it was larger (see there).
+    fn shows_cold(least_ns: f64, least_per_unit: f64, x: f64, y: f64) -> bool {
+        y * Self::COLD_FACTOR < least_ns.min(least_per_unit * x)
+    }
+
+    /// Records the first run of another vendor form of the kernel (the yielding
+    /// rewrite's entry, another local size), which may pay its own cold start on a warm
+    /// model: PoCL compiled a persistent entry's work-group function in its first run,
+    /// 257 ms against 16 ms for every later run of a kernel learned at about 16 ms, and
+    /// NVIDIA loads the entries' module then. It is held apart, out of the predictions,
+    /// until the next observation: one [`TimingModel::COLD_FACTOR`] times cheaper (scaled
+    /// down in proportion where smaller) drops it, any other folds it in before itself.
+    /// On a model that is not [`TimingModel::warm`] yet, the first launch's rule covers it:
+    /// the same as [`TimingModel::observe_units`].
+    pub fn observe_new_variant(&mut self, units: f64, ns: u64) {
+        if !self.warm() {
+            return self.observe_units(units, ns);
+        }
+        if units <= 0.0 || !units.is_finite() {
+            return;
+        }
+        let (x, y) = (units, ns as f64);
+        // One held before is settled by this one, as by any observation.
+        self.settle_held(x, y);
+        self.held = Some((x, y));
+    }
+
+    /// Settles a held observation (see [`TimingModel::observe_new_variant`]) by one of
+    /// `x` units that took `y` ns, which the caller records (or holds) itself.
+    fn settle_held(&mut self, x: f64, y: f64) {
+        if let Some((hx, hy)) = self.held.take() {
+            if Self::shows_cold(hy, hy / hx, x, y) {
+                tracing::debug!(
+                    held_ns = hy,
+                    held_units = hx,
+                    ns = y,
+                    units = x,
+                    "timing model: a new variant's first run was cold, dropped"
+                );
+            } else {
+                self.add(hx, hy);
+            }
+        }
+    }
+
+    /// Adds (`x` units, `y` ns) to the decayed sums.
+    fn add(&mut self, x: f64, y: f64) {
         let keep = if self.samples == 0 {
             0.0
         } else {
@@ -368,6 +425,15 @@ impl<K: Hash + Eq> TimingTable<K> {
     /// Records an observation in weighted units (see [`TimingModel::observe_units`]).
     pub fn observe_units(&mut self, key: K, units: f64, ns: u64) {
         self.models.entry(key).or_default().observe_units(units, ns);
+    }
+
+    /// Records the first run of another vendor form of `key`'s kernel (see
+    /// [`TimingModel::observe_new_variant`]).
+    pub fn observe_new_variant(&mut self, key: K, units: f64, ns: u64) {
+        self.models
+            .entry(key)
+            .or_default()
+            .observe_new_variant(units, ns);
     }
 
     /// The launch of `key` whose pieces were observed so far has ended (see
@@ -787,6 +853,48 @@ mod tests {
         t.forget(|&k| k == 7);
         t.observe(7, 1, 7_000_000);
         assert!(!t.get(&7).warm());
+    }
+
+    #[test]
+    fn a_new_variant_s_cold_first_run_is_dropped() {
+        // PoCL: a kernel learned at 16 ms a launch of 32 waves; its persistent entry's
+        // first run took 257 ms (its work-group function compiled), the next 16.5 ms.
+        let mut m = TimingModel::default();
+        for _ in 0..2 {
+            launch(&mut m, &[(32.0, 16_000_000)]);
+        }
+        assert!(m.warm());
+        m.observe_new_variant(32.0, 257_000_000);
+        assert_eq!(
+            m.predict(32),
+            Some(16_000_000),
+            "held apart from predictions"
+        );
+        launch(&mut m, &[(32.0, 16_500_000)]);
+        assert_eq!(m.samples(), 3);
+        assert!(m.predict(32).unwrap() < 16_500_000);
+        // A first run that was warm is folded in, before the observation that settles it.
+        let mut w = TimingModel::default();
+        for _ in 0..2 {
+            launch(&mut w, &[(32.0, 16_000_000)]);
+        }
+        w.observe_new_variant(32.0, 20_000_000);
+        w.observe_new_variant(32.0, 18_000_000);
+        assert_eq!(
+            w.samples(),
+            3,
+            "the first settled by the second, which is held"
+        );
+        launch(&mut w, &[(32.0, 17_000_000)]);
+        assert_eq!(w.samples(), 5);
+        assert!(w.predict(32).unwrap() > 16_500_000);
+        // Before the model is warm, the first launch's rule covers a new variant too.
+        let mut f = TimingModel::default();
+        f.observe_new_variant(1.0, 7_000_000);
+        assert_eq!((f.samples(), f.warm()), (1, false));
+        f.end_launch();
+        f.observe_units(1.0, 65_000);
+        assert_eq!(f.predict(1), Some(65_000));
     }
 
     #[test]

@@ -24,9 +24,9 @@
 //!
 //! Not yet: programs compiled and linked in steps.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use softpreempt_transform::{Analysis, YieldKernel, YieldProgram};
 
@@ -45,6 +45,9 @@ pub struct YieldExec {
     pub program: OwnedProgram,
     /// By the application's kernel name.
     pub kernels: HashMap<String, YieldKernel>,
+    /// The entries (by kernel name) and local sizes a launch was prepared with: the first
+    /// run of each may pay the vendor's cold start (`TimingModel::observe_new_variant`).
+    pub launched: Mutex<HashSet<(String, [usize; 3])>>,
 }
 
 /// Where a program's persistent entries stand.
@@ -363,6 +366,7 @@ impl Job {
                 YieldState::Ready(Arc::new(YieldExec {
                     program,
                     kernels: y.kernels.into_iter().map(|k| (k.name.clone(), k)).collect(),
+                    launched: Mutex::default(),
                 }))
             }
             Err(why) => {

@@ -984,7 +984,12 @@ impl Submitter {
                     // LP on an H100 claimed it could not yield in time and was never asked.
                     let waves = softpreempt_sched::waves(y.total, y.persistent);
                     let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
-                    models.observe_units(l.key, waves as f64, took);
+                    if y.new_variant {
+                        // The entry's first run may be cold (PoCL: 257 ms, then 16 ms).
+                        models.observe_new_variant(l.key, waves as f64, took);
+                    } else {
+                        models.observe_units(l.key, waves as f64, took);
+                    }
                     models.end_launch(&l.key);
                 }
                 // Every run but the last ended in a yield.

@@ -73,6 +73,9 @@ pub struct YieldLaunch {
     pub total: u64,
     /// Persistent groups launched (the device's resident capacity, or fewer).
     pub persistent: u64,
+    /// The first launch of this entry with this local size in the process: its first run
+    /// may pay the vendor's cold start (PoCL compiles its work-group function then).
+    pub new_variant: bool,
 }
 
 /// The yielding form of launch `geo` of `k`, when it can have one (see the module's
@@ -163,6 +166,11 @@ pub fn prepare(
         }
     }
     let (wave, _) = super::launch::wave_work_groups(&m.device, local[..dims].iter().product());
+    let new_variant = exec
+        .launched
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert((yk.name.clone(), local));
     Some(YieldLaunch {
         entry,
         control,
@@ -170,6 +178,7 @@ pub fn prepare(
         local,
         total,
         persistent: wave.clamp(1, total),
+        new_variant,
     })
 }
 
