@@ -11,7 +11,10 @@ Scenarios, side by side in one invocation: HP alone (bare), HP + LP (bare), HP +
 HP p50/p99 and their ratio to HP alone, over the HP's first second (its arrival next to an
 LP already running for at least a second) and in steady state (after that second), the
 preemption latency (HP kernel queued to start, from profiling), LP launches/s and the share
-it keeps.
+it keeps. The LP's rate is counted inside the HP's measured window (`pair_common.lp_rate`:
+launches completed between its first and last completion there ÷ the time between them),
+not over the LP's whole run, which includes its time alone before the HP came and after it
+left; LP alone: over its whole run.
 
     python3 benches/pyopencl_pair.py --lib target/release/libsoftpreempt.so \\
         --vendor-lib "$(head -n1 /etc/OpenCL/vendors/pocl.icd)" [--lp-ms 50] [--lp-waves N]
@@ -27,7 +30,7 @@ import subprocess
 import sys
 import time
 
-from pair_common import Work, pct, scenario as run_scenario
+from pair_common import Work, lp_rate, pct, scenario as run_scenario
 
 SRC = """
 __kernel void spin(__global float *out, uint iters, uint mask) {
@@ -97,19 +100,24 @@ def role_main(role):
     if role == "lp":
         pending = [launch(iters), launch(iters)]
         done = 0
+        # Each launch's completion on CLOCK_MONOTONIC, which the HP's window is read on.
+        done_at = []
         start = time.perf_counter()
         while not os.path.exists(stop):
             pending.pop(0).wait()
             done += 1
+            done_at.append(time.monotonic())
             pending.append(launch(iters))
         elapsed = time.perf_counter() - start
         for e in pending:
             e.wait()
-        print(json.dumps({"launches": done, "seconds": elapsed}))
+        print(json.dumps({"launches": done, "seconds": elapsed, "done_at": done_at}))
     else:
         rng = random.Random(7)
         gap = float(os.environ["PAIR_GAP_MS"]) / 1e3
         lat, at, q2s = [], [], []
+        # CLOCK_MONOTONIC is system-wide: the LP's completion times are read against it.
+        t0 = time.monotonic()
         start = time.perf_counter()
         end = start + duration
         while time.perf_counter() < end:
@@ -120,7 +128,7 @@ def role_main(role):
             lat.append((time.perf_counter() - t) * 1e3)
             at.append(t - start)
             q2s.append((ev.profile.start - ev.profile.queued) / 1e6)
-        print(json.dumps({"lat": lat, "at": at, "q2s": q2s}))
+        print(json.dumps({"lat": lat, "at": at, "q2s": q2s, "window": [t0, time.monotonic()]}))
 
 
 def main():
@@ -185,12 +193,11 @@ def main():
         scenario(hp_plat, lp_plat, 2.0)  # warms the binary caches
         rows[name] = scenario(hp_plat, lp_plat, a.duration)
         print(f"ran {name}", file=sys.stderr, flush=True)
-    lp_rate = lambda r: r["lp"]["launches"] / r["lp"]["seconds"]
-    base = lp_rate(rows["lp-alone"])
     table = {}
     for name, r in rows.items():
         h = r.get("hp")
-        line = {"lp_rate": lp_rate(r) if "lp" in r else None}
+        line = {"lp_rate": lp_rate(r["lp"]["done_at"], h and h["window"]) if "lp" in r
+                else None}
         if h:
             # Steady state: after the HP's first second; first: within it.
             first = [i for i, t in enumerate(h["at"]) if t < 1.0]
@@ -202,6 +209,7 @@ def main():
                 line.update(zip(keys, (pct(lat, 50), pct(lat, 99), pct(q2s, 99))))
         table[name] = line
     alone = table["hp-alone"]
+    base = table["lp-alone"]["lp_rate"]
     print(f"{'scenario':<12} {'HP p50 ms':>10} {'HP p99 ms':>10} {'p99/alone':>10} "
           f"{'1st-s p99':>10} {'1st/alone':>10} {'q2s p99':>8} {'LP launch/s':>12} "
           f"{'LP kept':>8}")
@@ -213,7 +221,7 @@ def main():
               f"{f(g('first_p99'), '10.3f')} "
               f"{f(g('first_p99') and g('first_p99') / alone['first_p99'], '10.2f')} "
               f"{f(g('q2s_p99'), '8.3f')} {f(g('lp_rate'), '12.2f')} "
-              f"{f(g('lp_rate') and g('lp_rate') / base, '8.3f')}")
+              f"{f(g('lp_rate') and base and g('lp_rate') / base, '8.3f')}")
     print("steady: the HP after its first second; 1st-s: its first second (one arrival)")
     if a.json:
         with open(a.json, "w") as f:

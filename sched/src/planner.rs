@@ -148,6 +148,19 @@ pub fn slice_at(range: &NdRange, first_row: u64, rows: u64) -> Option<Slice> {
 /// it reads a small slice's overhead as work-group cost, so it keeps slices small for ever.
 /// With one slice size only there is no fit: the cost is then taken as all per-group
 /// (`ns / work_groups`), which errs towards smaller slices.
+///
+/// A kernel's first launch may pay one-off costs: NVIDIA's driver loads the kernel's
+/// module lazily at its first launch (OpenCV's FFT kernel took 7 ms on an H200 the first
+/// time, 65 µs afterwards), and PoCL compiles a work-group function for each variant a
+/// launch needs (its local size, and apparently a zero global offset or not: a sliced
+/// first launch of a 0.1 ms kernel paid 130-300 ms in each of its first two slices). Kept at a weight that
+/// decays by `1 - alpha` a launch, such observations make a short kernel look long for
+/// many launches. So the observations of the kernel's first launch are provisional (the
+/// caller says where a launch ends, [`TimingModel::end_launch`]): a later observation
+/// that is [`TimingModel::COLD_FACTOR`] times cheaper than each of them replaces them all
+/// (see [`TimingModel::observe_units`]). Decisions with a real cost should wait until the
+/// model is [`TimingModel::warm`]: an observation of a second launch has settled the
+/// first launch's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TimingModel {
     /// Decayed sums: weight, x, y, x², xy (x = work-groups, y = ns).
@@ -158,6 +171,31 @@ pub struct TimingModel {
     sxy: f64,
     samples: u64,
     alpha: f64,
+    /// While the model holds only the first launch's observations: what a later one is
+    /// compared with.
+    first_launch: Option<FirstLaunch>,
+    /// The first run of another vendor form of the kernel (units, ns), held apart until
+    /// the next observation settles it (see [`TimingModel::observe_new_variant`]).
+    held: Option<(f64, f64)>,
+}
+
+/// The observations of a kernel's first launch, which may have been cold.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct FirstLaunch {
+    /// Their least ns.
+    least_ns: f64,
+    /// Their least ns per unit.
+    least_per_unit: f64,
+    /// Whether that launch has ended (the next observation is of another one).
+    ended: bool,
+}
+
+impl FirstLaunch {
+    const NONE_YET: FirstLaunch = FirstLaunch {
+        least_ns: f64::INFINITY,
+        least_per_unit: f64::INFINITY,
+        ended: false,
+    };
 }
 
 impl Default for TimingModel {
@@ -177,8 +215,25 @@ impl TimingModel {
             sxy: 0.0,
             samples: 0,
             alpha: alpha.clamp(0.01, 1.0),
+            first_launch: None,
+            held: None,
         }
     }
+
+    /// How much cheaper than each of the first launch's observations, scaled to its size,
+    /// a later observation must be to show them cold and replace them.
+    ///
+    /// Warm, a piece costs `overhead + per_unit * units` with `overhead >= 0`: no less than
+    /// an earlier piece's cost scaled in proportion below that piece's size, and no less
+    /// than its whole cost above it. An observation of `units` that takes less than
+    /// `min(least_ns, least_ns_per_unit * units) / COLD_FACTOR` (the least over the first
+    /// launch's observations, a bound below each of them scaled so) therefore shows that
+    /// each of them paid at least as much again as its work for something else: a cold
+    /// start, or the start-up of its own process on the same cores. Both only ever make
+    /// early observations dearer, so a factor of 2, not more, is enough evidence. A kernel
+    /// whose inputs really shrink after its first launch is then learned from the smaller
+    /// ones, as it would be soon anyway.
+    pub const COLD_FACTOR: f64 = 2.0;
 
     /// Records that `work_groups` groups took `ns`.
     pub fn observe(&mut self, work_groups: u64, ns: u64) {
@@ -187,11 +242,95 @@ impl TimingModel {
 
     /// Records that `units` of work took `ns`: work-groups or waves, or for an uneven
     /// kernel waves weighted by how dear their rows are (see [`crate::RowProfile`]).
+    ///
+    /// While the model holds only its first launch's observations, one that is
+    /// [`TimingModel::COLD_FACTOR`] times cheaper than each of them (scaled down in
+    /// proportion where they were larger) replaces them all. The first observation after
+    /// that launch ended ([`TimingModel::end_launch`]) makes the model
+    /// [`TimingModel::warm`], whichever way it went.
     pub fn observe_units(&mut self, units: f64, ns: u64) {
         if units <= 0.0 || !units.is_finite() {
             return;
         }
         let (x, y) = (units, ns as f64);
+        self.settle_held(x, y);
+        let first = match self.first_launch {
+            None if self.samples == 0 => Some(FirstLaunch::NONE_YET),
+            None => None,
+            Some(f) if Self::shows_cold(f.least_ns, f.least_per_unit, x, y) => {
+                tracing::debug!(
+                    least_ns = f.least_ns,
+                    least_ns_per_unit = f.least_per_unit,
+                    ns = y,
+                    units = x,
+                    "timing model: the first launch's observations were cold, replaced"
+                );
+                *self = TimingModel::new(self.alpha);
+                Some(FirstLaunch {
+                    ended: f.ended,
+                    ..FirstLaunch::NONE_YET
+                })
+            }
+            Some(f) => Some(f),
+        };
+        // Still in the first launch: this observation is provisional too.
+        self.first_launch = first.filter(|f| !f.ended).map(|f| FirstLaunch {
+            least_ns: f.least_ns.min(y),
+            least_per_unit: f.least_per_unit.min(y / x),
+            ended: false,
+        });
+        self.add(x, y);
+    }
+
+    /// Whether `y` ns for `x` units is [`TimingModel::COLD_FACTOR`] times cheaper than
+    /// earlier observations whose least ns and least ns per unit are given, each scaled
+    /// to `x` units where it was larger (see there).
+    fn shows_cold(least_ns: f64, least_per_unit: f64, x: f64, y: f64) -> bool {
+        y * Self::COLD_FACTOR < least_ns.min(least_per_unit * x)
+    }
+
+    /// Records the first run of another vendor form of the kernel (the yielding
+    /// rewrite's entry, another local size), which may pay its own cold start on a warm
+    /// model: PoCL compiled a persistent entry's work-group function in its first run,
+    /// 257 ms against 16 ms for every later run of a kernel learned at about 16 ms, and
+    /// NVIDIA loads the entries' module then. It is held apart, out of the predictions,
+    /// until the next observation: one [`TimingModel::COLD_FACTOR`] times cheaper (scaled
+    /// down in proportion where smaller) drops it, any other folds it in before itself.
+    /// On a model that is not [`TimingModel::warm`] yet, the first launch's rule covers it:
+    /// the same as [`TimingModel::observe_units`].
+    pub fn observe_new_variant(&mut self, units: f64, ns: u64) {
+        if !self.warm() {
+            return self.observe_units(units, ns);
+        }
+        if units <= 0.0 || !units.is_finite() {
+            return;
+        }
+        let (x, y) = (units, ns as f64);
+        // One held before is settled by this one, as by any observation.
+        self.settle_held(x, y);
+        self.held = Some((x, y));
+    }
+
+    /// Settles a held observation (see [`TimingModel::observe_new_variant`]) by one of
+    /// `x` units that took `y` ns, which the caller records (or holds) itself.
+    fn settle_held(&mut self, x: f64, y: f64) {
+        if let Some((hx, hy)) = self.held.take() {
+            if Self::shows_cold(hy, hy / hx, x, y) {
+                tracing::debug!(
+                    held_ns = hy,
+                    held_units = hx,
+                    ns = y,
+                    units = x,
+                    "timing model: a new variant's first run was cold, dropped"
+                );
+            } else {
+                self.add(hx, hy);
+            }
+        }
+    }
+
+    /// Adds (`x` units, `y` ns) to the decayed sums.
+    fn add(&mut self, x: f64, y: f64) {
         let keep = if self.samples == 0 {
             0.0
         } else {
@@ -205,9 +344,27 @@ impl TimingModel {
         self.samples += 1;
     }
 
-    /// Observations so far.
+    /// The launch whose pieces were observed so far has ended: the next observation is of
+    /// another launch. (A caller that never says so keeps the first launch's rule for
+    /// ever, and the model never [`TimingModel::warm`].)
+    pub fn end_launch(&mut self) {
+        if let Some(f) = &mut self.first_launch {
+            f.ended = true;
+        }
+    }
+
+    /// Observations the model holds (ones replaced as cold no longer count).
     pub fn samples(&self) -> u64 {
         self.samples
+    }
+
+    /// Whether the model rests on more than its first launch: an observation of a later
+    /// launch either agreed with the first launch's or showed them cold and replaced them
+    /// (see [`TimingModel::observe_units`]). A decision with a real cost (building a
+    /// program's persistent entries, a second vendor compile) waits for this: a first
+    /// launch may be all cold start.
+    pub fn warm(&self) -> bool {
+        self.samples > 0 && self.first_launch.is_none()
     }
 
     /// The fitted (overhead ns, ns per work-group), once there is data.
@@ -268,6 +425,23 @@ impl<K: Hash + Eq> TimingTable<K> {
     /// Records an observation in weighted units (see [`TimingModel::observe_units`]).
     pub fn observe_units(&mut self, key: K, units: f64, ns: u64) {
         self.models.entry(key).or_default().observe_units(units, ns);
+    }
+
+    /// Records the first run of another vendor form of `key`'s kernel (see
+    /// [`TimingModel::observe_new_variant`]).
+    pub fn observe_new_variant(&mut self, key: K, units: f64, ns: u64) {
+        self.models
+            .entry(key)
+            .or_default()
+            .observe_new_variant(units, ns);
+    }
+
+    /// The launch of `key` whose pieces were observed so far has ended (see
+    /// [`TimingModel::end_launch`]).
+    pub fn end_launch(&mut self, key: &K) {
+        if let Some(m) = self.models.get_mut(key) {
+            m.end_launch();
+        }
     }
 
     /// Drops the models whose key matches (their kernel is gone, and a new one may get
@@ -556,6 +730,171 @@ mod tests {
         t.observe(("k", 0), 1, 5);
         assert_eq!(t.get(&("k", 0)).samples(), 1);
         assert_eq!(t.get(&("k", 1)).samples(), 0);
+    }
+
+    /// Observes one launch's pieces, `(units, ns)` each, and ends the launch.
+    fn launch(m: &mut TimingModel, pieces: &[(f64, u64)]) {
+        for &(units, ns) in pieces {
+            m.observe_units(units, ns);
+        }
+        m.end_launch();
+    }
+
+    #[test]
+    fn a_cold_first_launch_is_replaced_by_a_much_cheaper_second() {
+        // OpenCV's FFT kernel on an H200: 7 ms at its first launch (the driver loaded its
+        // module), 65 µs afterwards; one wave each time.
+        let mut m = TimingModel::default();
+        launch(&mut m, &[(1.0, 7_000_000)]);
+        assert_eq!(m.predict(1), Some(7_000_000));
+        assert!(!m.warm(), "a first launch is provisional");
+        launch(&mut m, &[(1.0, 65_000)]);
+        assert!(m.warm());
+        assert_eq!((m.samples(), m.predict(1)), (1, Some(65_000)));
+        launch(&mut m, &[(1.0, 66_000)]);
+        assert_eq!(m.samples(), 2);
+        assert!(m.predict(1).unwrap() < 70_000, "{:?}", m.fit());
+        // Without the rule the first would have kept the kernel above 0.5 ms for 5 more
+        // launches: a yielding launch's entries built, launches sent through the FIFO.
+        let mut all = TimingModel::default();
+        launch(&mut all, &[(1.0, 7_000_000)]);
+        all.first_launch = None;
+        for _ in 0..5 {
+            launch(&mut all, &[(1.0, 65_000)]);
+        }
+        assert!(all.predict(1).unwrap() > 500_000, "{:?}", all.predict(1));
+
+        // PoCL, a first launch of a 0.1 ms kernel cut in two slices: each compiled a
+        // work-group function (apparently: offset zero, then not). They agree with each
+        // other, and the second launch's first piece shows them both cold.
+        let mut m = TimingModel::default();
+        launch(&mut m, &[(1.0, 146_000_000), (1.0, 129_000_000)]);
+        assert!(!m.warm() && m.samples() == 2);
+        m.observe_units(1.0, 148_000);
+        assert!(m.warm());
+        assert_eq!((m.samples(), m.predict(1)), (1, Some(148_000)));
+
+        // The first launch sliced on NVIDIA: a cold wave, then warm pieces of two waves
+        // (more work, yet cheaper) and of half a wave; the launch's warm pieces stay
+        // provisional until the next launch.
+        let mut m = TimingModel::default();
+        m.observe_units(1.0, 7_000_000);
+        m.observe_units(2.0, 100_000);
+        assert_eq!((m.samples(), m.predict(2)), (1, Some(100_000)));
+        m.observe_units(0.5, 45_000);
+        assert_eq!(m.samples(), 2, "the fixed cost leaves small pieces dearer");
+        m.end_launch();
+        assert!(!m.warm());
+        m.observe_units(2.0, 101_000);
+        assert!(m.warm() && m.samples() == 3);
+    }
+
+    #[test]
+    fn a_kernel_that_really_is_long_stays_long() {
+        // 20 ms cold, 13 ms warm: the first is dearer, but not twice: both kept.
+        let mut m = TimingModel::default();
+        launch(&mut m, &[(100.0, 20_000_000)]);
+        launch(&mut m, &[(100.0, 13_000_000)]);
+        assert!(m.warm());
+        assert_eq!(m.samples(), 2);
+        let p = m.predict(100).unwrap();
+        assert!((13_000_000..20_000_000).contains(&p), "{p}");
+        // A second launch far bigger and dearer: kept too, and the fit has two points.
+        let mut m = TimingModel::default();
+        launch(&mut m, &[(10.0, 50_000 + 10 * 1_000)]);
+        launch(&mut m, &[(1000.0, 50_000 + 1000 * 1_000)]);
+        assert!(m.warm());
+        let (a, b) = m.fit().unwrap();
+        assert!(
+            (a - 50_000.0).abs() < 1.0 && (b - 1_000.0).abs() < 0.01,
+            "{a} {b}"
+        );
+        // A small warm piece after a big warm launch, cheaper than the big one scaled down
+        // only by the fixed cost the proportion leaves out: not taken for a cold start.
+        let mut m = TimingModel::default();
+        launch(&mut m, &[(100.0, 40_000 + 100 * 250)]);
+        launch(&mut m, &[(1.0, 40_000 + 250)]);
+        assert_eq!(m.samples(), 2);
+        // Nor a bigger piece that costs more than half the first.
+        let mut m = TimingModel::default();
+        launch(&mut m, &[(10.0, 1_000_000)]);
+        launch(&mut m, &[(1000.0, 600_000)]);
+        assert_eq!(m.samples(), 2);
+    }
+
+    #[test]
+    fn one_launch_is_not_warm_and_later_ones_are_not_provisional() {
+        let mut m = TimingModel::default();
+        assert!(!m.warm());
+        m.end_launch();
+        launch(&mut m, &[(4.0, 400_000), (4.0, 390_000)]);
+        assert!(!m.warm());
+        assert_eq!(m.samples(), 2);
+        assert!(m.predict(8).unwrap() > 700_000, "still used for planning");
+        // Ignored observations change nothing.
+        m.observe(0, 1);
+        m.observe_units(f64::NAN, 1);
+        assert!(!m.warm());
+        launch(&mut m, &[(4.0, 300_000)]);
+        assert!(m.warm());
+        // Once warm, a much cheaper observation is decayed in, not taken alone.
+        launch(&mut m, &[(4.0, 1_000)]);
+        assert_eq!(m.samples(), 4);
+        assert!(m.predict(4).unwrap() > 100_000);
+        // A table's model starts provisional as well, and `forget` starts it afresh.
+        let mut t: TimingTable<u32> = TimingTable::new();
+        t.end_launch(&7);
+        t.observe(7, 1, 7_000_000);
+        t.end_launch(&7);
+        assert!(!t.get(&7).warm());
+        t.observe(7, 1, 65_000);
+        assert!(t.get(&7).warm());
+        assert_eq!(t.get(&7).predict(1), Some(65_000));
+        t.forget(|&k| k == 7);
+        t.observe(7, 1, 7_000_000);
+        assert!(!t.get(&7).warm());
+    }
+
+    #[test]
+    fn a_new_variant_s_cold_first_run_is_dropped() {
+        // PoCL: a kernel learned at 16 ms a launch of 32 waves; its persistent entry's
+        // first run took 257 ms (its work-group function compiled), the next 16.5 ms.
+        let mut m = TimingModel::default();
+        for _ in 0..2 {
+            launch(&mut m, &[(32.0, 16_000_000)]);
+        }
+        assert!(m.warm());
+        m.observe_new_variant(32.0, 257_000_000);
+        assert_eq!(
+            m.predict(32),
+            Some(16_000_000),
+            "held apart from predictions"
+        );
+        launch(&mut m, &[(32.0, 16_500_000)]);
+        assert_eq!(m.samples(), 3);
+        assert!(m.predict(32).unwrap() < 16_500_000);
+        // A first run that was warm is folded in, before the observation that settles it.
+        let mut w = TimingModel::default();
+        for _ in 0..2 {
+            launch(&mut w, &[(32.0, 16_000_000)]);
+        }
+        w.observe_new_variant(32.0, 20_000_000);
+        w.observe_new_variant(32.0, 18_000_000);
+        assert_eq!(
+            w.samples(),
+            3,
+            "the first settled by the second, which is held"
+        );
+        launch(&mut w, &[(32.0, 17_000_000)]);
+        assert_eq!(w.samples(), 5);
+        assert!(w.predict(32).unwrap() > 16_500_000);
+        // Before the model is warm, the first launch's rule covers a new variant too.
+        let mut f = TimingModel::default();
+        f.observe_new_variant(1.0, 7_000_000);
+        assert_eq!((f.samples(), f.warm()), (1, false));
+        f.end_launch();
+        f.observe_units(1.0, 65_000);
+        assert_eq!(f.predict(1), Some(65_000));
     }
 
     #[test]

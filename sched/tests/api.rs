@@ -418,3 +418,23 @@ fn memory_clients_hold_bytes_per_level_and_lower_ones_are_refused_past_the_reser
     lo.charge_memory(1 << 40, &MemoryPolicy::default()).unwrap();
     assert_eq!(lo.memory_usage(), [500 + (1 << 40), 0, 0]);
 }
+
+#[test]
+fn wake_watchers_ends_a_watcher_s_wait() {
+    let d = TestDir::new("wake");
+    let arb = Arc::new(Arbiter::open("dev0", &d.opts()).unwrap());
+    let seen = arb.yield_generation();
+    let a = arb.clone();
+    // Bounded by the liveness limit only: it ends by the wake (or, woken before it slept,
+    // at once on the generation it finds changed), never by its timeout on a working
+    // system.
+    let waiter = std::thread::spawn(move || {
+        let t = std::time::Instant::now();
+        (a.wait_yield_generation(seen, LIVENESS), t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    arb.wake_watchers();
+    let (generation, waited) = waiter.join().unwrap();
+    assert_ne!(generation, seen, "the generation did not change");
+    assert!(waited < LIVENESS, "the watcher slept through the wake");
+}

@@ -275,12 +275,13 @@ controls! {
         /// take their groups from a ticket and stop between two of them when a
         /// higher priority asks, then resume where they stopped (a kernel the
         /// rewrite cannot take is sliced, or left to the driver). `auto` (launches
-        /// predicted to take 0.5 ms or more, from the second launch of a kernel on:
-        /// the first teaches the prediction, and only then are the program's
-        /// persistent entries compiled), `never`, or `chaos` (testing: every launch
-        /// the rewrite can take, short or not, its program's first launch waiting
-        /// for the entries' build, and yields are also requested at random moments,
-        /// half of the runs at once, so such launches are stopped and resumed).
+        /// predicted to take 0.5 ms or more, from the third launch of a kernel on:
+        /// the first teaches the prediction, which may be all cold start, the second
+        /// confirms or replaces it, and only then are the program's persistent
+        /// entries compiled), `never`, or `chaos` (testing: every launch the rewrite
+        /// can take, short or not, its program's first launch waiting for the
+        /// entries' build, and yields are also requested at random moments, half of
+        /// the runs as they start, so such launches are stopped and resumed).
         yielding: YieldMode = YieldMode::Auto,
             expect "\"auto\", \"never\" or \"chaos\"", example r#"yielding = "never""#;
         /// The longest time, in microseconds, a higher priority's command waits

@@ -24,9 +24,9 @@
 //!
 //! Not yet: programs compiled and linked in steps.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use softpreempt_transform::{Analysis, YieldKernel, YieldProgram};
 
@@ -45,6 +45,9 @@ pub struct YieldExec {
     pub program: OwnedProgram,
     /// By the application's kernel name.
     pub kernels: HashMap<String, YieldKernel>,
+    /// The entries (by kernel name) and local sizes a launch was prepared with: the first
+    /// run of each may pay the vendor's cold start (`TimingModel::observe_new_variant`).
+    pub launched: Mutex<HashSet<(String, [usize; 3])>>,
 }
 
 /// Where a program's persistent entries stand.
@@ -165,6 +168,9 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
     };
     *st = YieldState::Building;
     drop(st);
+    // Said once per build: tests count these to tell that a kernel seen only briefly (or
+    // cold) started none.
+    tracing::debug!("persistent entries: build started");
     build_threads::started();
     let job = Job {
         program: p.hold(),
@@ -360,6 +366,7 @@ impl Job {
                 YieldState::Ready(Arc::new(YieldExec {
                     program,
                     kernels: y.kernels.into_iter().map(|k| (k.name.clone(), k)).collect(),
+                    launched: Mutex::default(),
                 }))
             }
             Err(why) => {

@@ -357,6 +357,18 @@ impl Arbiter {
         word.load(Ordering::Acquire)
     }
 
+    /// Wakes every watcher of the device (in every process), as a yield request does but
+    /// with none made: each looks at its running launches again. Only for a process's own
+    /// timing of yields (`yielding = "chaos"` in the platform, a test setting): a
+    /// watcher asleep until its next moment would otherwise miss an earlier one that a
+    /// new launch drew. The generation changes, so a watcher about to sleep on the one it
+    /// read does not sleep.
+    pub fn wake_watchers(&self) {
+        let word = &self.shared.seg.header().yield_generation;
+        word.fetch_add(1, Ordering::AcqRel);
+        futex::wake_all(word);
+    }
+
     /// The segment's lease (see [`crate::ArbiterOptions::lease`]).
     pub fn lease(&self) -> Duration {
         Duration::from_nanos(self.shared.seg.params.lease_ns)

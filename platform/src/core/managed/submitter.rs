@@ -354,10 +354,14 @@ impl Submitter {
                 let overhead = model(&key).fit().map_or(0.0, |f| f.0).min(own as f64 / 2.0);
                 profiles::observe(pk, rows, first, n, own as f64 - overhead);
             }
-            MODELS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .observe_units(key, waves as f64 * weight, own);
+            let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+            models.observe_units(key, waves as f64 * weight, own);
+            // A first launch's pieces may each pay a cold start, and the model holds
+            // them provisionally until one of a later launch comes (`TimingModel::warm`).
+            if p.last_of.is_some() {
+                models.end_launch(&key);
+            }
+            drop(models);
             if waves > 0 {
                 self.recent = Some((key, own as f64 / waves as f64));
             }
@@ -631,8 +635,14 @@ impl Submitter {
         // driver, while a higher priority is active (slicing at the target is decided).
         // The same where this kernel's slices proved wasteful even as long as a piece
         // (`SliceEfficiency::skip_slicing`).
+        // Not on a model that holds only a first observation, which may be all cold start
+        // (a 65 µs kernel whose first launch took 7 ms on an H200 would go unsliced and
+        // unobserved, so it would never learn otherwise): sliced, and its pieces observed.
         if planner.is_some() && self.m.slice_target() == Some(self.m.target_ns()) {
-            let wave_ns = model(&l.key).predict(1).unwrap_or(0);
+            let wave_ns = Some(model(&l.key))
+                .filter(|m| m.warm())
+                .and_then(|m| m.predict(1))
+                .unwrap_or(0);
             let long_wave = l.gpu && wave_ns > GPU_HANDOVER_NS.max(self.m.target_ns());
             let futile = !long_wave
                 && self.m.contended_mode()
@@ -993,10 +1003,15 @@ impl Submitter {
                     // and a wave counted in it came out 8 times too long, so a Mandelbrot
                     // LP on an H100 claimed it could not yield in time and was never asked.
                     let waves = softpreempt_sched::waves(y.total, y.persistent);
-                    MODELS
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .observe_units(l.key, waves as f64, took);
+                    let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+                    if y.new_variant {
+                        // The entry's first run may be cold (PoCL: 257 ms, then 16 ms).
+                        models.observe_new_variant(l.key, waves as f64, took);
+                    } else {
+                        models.observe_units(l.key, waves as f64, took);
+                    }
+                    models.end_launch(&l.key);
+                    drop(models);
                     if l.gpu {
                         yielding::observed_run_wave(l.key, took / waves.max(1));
                     }

@@ -27,7 +27,7 @@ use once_cell::sync::Lazy;
 use softpreempt_sched::{Arbiter, DeviceClaim};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -131,6 +131,9 @@ pub struct YieldLaunch {
     pub total: u64,
     /// Persistent groups launched (the device's resident capacity, or fewer).
     pub persistent: u64,
+    /// The first launch of this entry with this local size in the process: its first run
+    /// may pay the vendor's cold start (PoCL compiles its work-group function then).
+    pub new_variant: bool,
 }
 
 /// The yielding form of launch `geo` of `k`, when it can have one (see the module's
@@ -148,13 +151,18 @@ pub fn prepare(
     // once, or short, is not. Building them
     // for every program a client launched (the first launch has no prediction) cost
     // pyopencl's suite 7 minutes instead of 4 on PoCL's 2 cores. `chaos` builds them for
-    // every launch, so that tests exercise yields on short kernels too.
+    // every launch, so that tests exercise yields on short kernels too. The prediction
+    // must rest on a warm model (`TimingModel::warm`): a kernel's first launch may be all
+    // cold start (NVIDIA loads its module: OpenCV's FFT kernel took 7 ms the first time and
+    // 65 µs afterwards), and its entries would be built for nothing. The model is looked up
+    // only for a launch that looks long.
     let min = if m.gpu {
         MIN_YIELD_GPU_NS
     } else {
         MIN_YIELD_NS
     };
-    let long = pred.is_some_and(|p| p >= min);
+    let long = pred.is_some_and(|p| p >= min)
+        && super::submitter::model(&(k.class.id, m.device.h as usize)).warm();
     if mode == YieldMode::Never
         || (mode == YieldMode::Auto && !long)
         || m.client.is_none()
@@ -226,6 +234,11 @@ pub fn prepare(
         }
     }
     let (wave, _) = super::launch::wave_work_groups(&m.device, local[..dims].iter().product());
+    let new_variant = exec
+        .launched
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert((yk.name.clone(), local));
     Some(YieldLaunch {
         entry,
         control,
@@ -233,6 +246,7 @@ pub fn prepare(
         local,
         total,
         persistent: wave.clamp(1, total),
+        new_variant,
     })
 }
 
@@ -482,8 +496,8 @@ pub struct Running {
     claim: Mutex<Option<DeviceClaim>>,
     /// The yield word was written for this run.
     asked: AtomicBool,
-    /// `yielding = "chaos"`: when to ask anyway.
-    chaos_at: Option<Instant>,
+    /// `yielding = "chaos"`: when to ask anyway (`monotonic_ns`).
+    chaos_at: Option<u64>,
 }
 
 impl Running {
@@ -514,6 +528,9 @@ struct Watcher {
     arbiter: Arc<Arbiter>,
     running: Mutex<Vec<Arc<Running>>>,
     queues: Mutex<Vec<Weak<Managed>>>,
+    /// `yielding = "chaos"`: when the watcher wakes next (`monotonic_ns`), `u64::MAX`
+    /// while it looks at the running launches (see [`start`]).
+    wake_at: AtomicU64,
 }
 
 static WATCHERS: Lazy<Mutex<HashMap<usize, Arc<Watcher>>>> = Lazy::new(Default::default);
@@ -528,6 +545,7 @@ fn watcher(arbiter: &Arc<Arbiter>) -> Arc<Watcher> {
         arbiter: arbiter.clone(),
         running: Mutex::new(Vec::new()),
         queues: Mutex::new(Vec::new()),
+        wake_at: AtomicU64::new(u64::MAX),
     });
     let me = w.clone();
     let spawned = std::thread::Builder::new()
@@ -572,20 +590,34 @@ pub fn start(
         // resumes with nothing lost, so runs are asked again until one completes).
         chaos_at: chaos.then(|| {
             // Draws in [0, 2000) are "at once".
-            Instant::now() + Duration::from_micros(random_below(4_000).saturating_sub(2_000))
+            softpreempt_sched::monotonic_ns() + random_below(4_000).saturating_sub(2_000) * 1_000
         }),
     });
-    if let Some(a) = &m.arbiter {
-        let w = watcher(a);
+    let w = m.arbiter.as_ref().map(watcher);
+    if let Some(w) = &w {
         w.running
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(r.clone());
     }
     // A request that came before the watcher saw this run is not missed: the watcher
-    // wakes for every later one, and this looks at the earlier ones.
-    if r.requested() {
-        r.ask();
+    // wakes for every later one, and this looks at the earlier ones. A chaos moment that
+    // is due is asked here: the watcher, asleep until its next moment or for half a
+    // heartbeat (about 31 ms), noticed it after most short runs had ended (on a quiet
+    // machine chaos then yielded little). One later than now wakes the watcher if it
+    // would sleep past it: it reads its wake-up after the run is on its list, and the
+    // watcher sets `u64::MAX` before it looks at the list (so a run it missed finds
+    // either that, or a wake-up no later than the moments it saw, or one after the
+    // generation it sleeps on was read, which the wake changes).
+    match r.chaos_at {
+        _ if r.requested() => r.ask(),
+        Some(t) if t <= softpreempt_sched::monotonic_ns() => r.ask(),
+        Some(t) => {
+            if let Some(w) = w.filter(|w| t < w.wake_at.load(Ordering::SeqCst)) {
+                w.arbiter.wake_watchers();
+            }
+        }
+        None => {}
     }
     r
 }
@@ -611,18 +643,23 @@ fn random_below(n: u64) -> u64 {
 impl Watcher {
     fn run(self: Arc<Self>) {
         let mut last_beat = Instant::now();
+        let chaos = config::config().sched.yielding == YieldMode::Chaos;
         loop {
+            if chaos {
+                self.wake_at.store(u64::MAX, Ordering::SeqCst);
+            }
             let seen = self.arbiter.yield_generation();
             let now = Instant::now();
+            let now_ns = softpreempt_sched::monotonic_ns();
             let running: Vec<Arc<Running>> = self
                 .running
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
-            let mut chaos_next: Option<Instant> = None;
+            let mut chaos_next: Option<u64> = None;
             for r in &running {
                 let asked_by_peer = r.requested();
-                let chaos_due = r.chaos_at.is_some_and(|t| t <= now);
+                let chaos_due = r.chaos_at.is_some_and(|t| t <= now_ns);
                 if asked_by_peer || chaos_due {
                     r.ask();
                 } else if let Some(t) = r.chaos_at {
@@ -640,12 +677,17 @@ impl Watcher {
                     }
                 }
             }
-            let wait = chaos_next.map_or(interval / 2, |t| {
-                t.saturating_duration_since(Instant::now())
-                    .min(interval / 2)
-            });
-            self.arbiter
-                .wait_yield_generation(seen, wait.max(Duration::from_micros(50)));
+            let wait = chaos_next
+                .map_or(interval / 2, |t| {
+                    Duration::from_nanos(t.saturating_sub(softpreempt_sched::monotonic_ns()))
+                        .min(interval / 2)
+                })
+                .max(Duration::from_micros(50));
+            if chaos {
+                let wake_at = softpreempt_sched::monotonic_ns() + wait.as_nanos() as u64;
+                self.wake_at.store(wake_at, Ordering::SeqCst);
+            }
+            self.arbiter.wait_yield_generation(seen, wait);
         }
     }
 }
