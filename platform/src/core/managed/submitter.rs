@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use super::deferred::{complete_on, status_of, Deferred};
 use super::failing;
+use super::models::ClassModels;
 use super::profiles::{self, ProfileKey};
 use super::{monotonic_ns, Command, Managed, Work};
 use crate::config;
@@ -76,6 +77,8 @@ pub struct Launch {
     pub sliceable: bool,
     /// The timing model's key.
     pub key: ModelKey,
+    /// The kernel class's copies of its timing models (`models.rs`).
+    pub models: Arc<ClassModels>,
     /// The kernel's name, for traces and profiles.
     pub name: std::sync::Arc<str>,
     /// Work-groups the device runs at once (one wave), an estimate (`launch.rs`).
@@ -115,15 +118,24 @@ pub(super) fn model(key: &ModelKey) -> TimingModel {
     MODELS.lock().unwrap_or_else(|e| e.into_inner()).get(key)
 }
 
-/// Forgets what was learned about the kernel class `h` (`KernelClass::id`): its program
-/// is released or built again.
-pub fn forget_kernel(h: usize) {
+/// Records that `units` of a launch of the class whose models are `models` took `ns` on
+/// the key's device: in the process-wide table, and in the class's copy under the same
+/// lock, so that the two never differ (`models.rs`).
+fn observe(models: &ClassModels, key: ModelKey, units: f64, ns: u64) {
+    let mut table = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    table.observe_units(key, units, ns);
+    models.set(key.1, table.get(&key));
+}
+
+/// Forgets what was learned about kernel class `class`: its program is released or built
+/// again.
+pub fn forget_kernel(class: &crate::core::objects::KernelClass) {
+    let h = class.id;
     super::profiles::forget_kernel(h);
     efficiency().retain(|k, _| k.0 != h);
-    MODELS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .forget(|k| k.0 == h);
+    let mut table = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    table.forget(|k| k.0 == h);
+    class.models.clear();
 }
 
 /// A piece on the vendor queue, not yet retired.
@@ -140,6 +152,8 @@ struct InFlight {
     /// Its predicted device time when submitted (see `Submitter::predict`).
     pred_ns: u64,
     key: Option<ModelKey>,
+    /// The class's copies of its timing models, with `key`.
+    models: Option<Arc<ClassModels>>,
     /// The geometry's row profile, the rows the piece covers and the range's rows.
     rows: Option<(ProfileKey, u64, u64, u64)>,
     /// The device's activity at submission, to tell the piece's own device time from
@@ -353,10 +367,9 @@ impl Submitter {
                 let overhead = model(&key).fit().map_or(0.0, |f| f.0).min(own as f64 / 2.0);
                 profiles::observe(pk, rows, first, n, own as f64 - overhead);
             }
-            MODELS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .observe_units(key, waves as f64 * weight, own);
+            if let Some(models) = &p.models {
+                observe(models, key, waves as f64 * weight, own);
+            }
             if waves > 0 {
                 self.recent = Some((key, own as f64 / waves as f64));
             }
@@ -664,6 +677,7 @@ impl Submitter {
                         wave_wgs: l.wave_wgs,
                         pred_ns: pred,
                         key: (wgs > 0).then_some(l.key),
+                        models: (wgs > 0).then(|| l.models.clone()),
                         rows: None,
                         mark: self.m.client.as_ref().map(|c| c.activity_mark()),
                         weigh: Some(Weigh::Whole),
@@ -787,6 +801,7 @@ impl Submitter {
                 wave_wgs: l.wave_wgs,
                 pred_ns: pred,
                 key,
+                models: key.map(|_| l.models.clone()),
                 rows: covered.map(|k| (k, first_row, rows, all_rows)),
                 mark: self.m.client.as_ref().map(|c| c.activity_mark()),
                 // The rest of a launch after its slices may be any size: not weighed.
@@ -973,10 +988,7 @@ impl Submitter {
                     // and a wave counted in it came out 8 times too long, so a Mandelbrot
                     // LP on an H100 claimed it could not yield in time and was never asked.
                     let waves = softpreempt_sched::waves(y.total, y.persistent);
-                    MODELS
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .observe_units(l.key, waves as f64, took);
+                    observe(&l.models, l.key, waves as f64, took);
                 }
                 // Every run but the last ended in a yield.
                 crate::trace::profile::launch(
@@ -1113,5 +1125,52 @@ fn list_ptr(v: &[cl_event]) -> *const cl_event {
         std::ptr::null()
     } else {
         v.as_ptr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::objects::{KernelClass, Sliceable};
+
+    fn class() -> KernelClass {
+        KernelClass::new(
+            "k".into(),
+            Box::new([]),
+            Sliceable::Yes { null_local: true },
+            None,
+            false,
+        )
+    }
+
+    #[test]
+    fn an_observation_reaches_the_class_copy_and_forgetting_clears_it() {
+        let (a, b) = (class(), class());
+        let dev = 0x1000;
+        let (ka, kb) = ((a.id, dev), (b.id, dev));
+        assert_eq!(a.models.get(dev).samples(), 0, "nothing learned yet");
+        observe(&a.models, ka, 2.0, 4_000);
+        observe(&a.models, ka, 4.0, 8_000);
+        observe(&b.models, kb, 1.0, 500);
+        assert_eq!(
+            a.models.get(dev),
+            model(&ka),
+            "the copy equals the table's entry"
+        );
+        assert_eq!(a.models.get(dev).samples(), 2);
+        assert_eq!(
+            a.models.get(dev + 1).samples(),
+            0,
+            "another device's model is its own"
+        );
+        forget_kernel(&a);
+        assert_eq!(a.models.get(dev).samples(), 0, "forgotten with the class");
+        assert_eq!(model(&ka).samples(), 0);
+        assert_eq!(
+            b.models.get(dev),
+            model(&kb),
+            "another class keeps its model"
+        );
+        assert_eq!(b.models.get(dev).samples(), 1);
     }
 }
