@@ -2,6 +2,10 @@
 //! run through the real ICD loader. Prints a table; `--json FILE` also writes the numbers.
 //!
 //! Run: `cargo build --release -p softpreempt-icd && cargo bench --bench overhead`
+//! (`-- --only TEXT` the rows whose name holds it, `--batch N` / `--rounds N` the calls
+//! per batch and the batches, `--sched 'KEY = VALUE'` one more `[sched]` setting;
+//! `scripts/layer-instructions.sh` counts the layer's own instructions per call with it).
+//! The queue is alone on a private arbiter directory, at the default priority.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -80,7 +84,18 @@ fn main() {
     // allocation is counted *and* judged: the dearest path of the memory policy.
     let cfg =
         std::env::temp_dir().join(format!("softpreempt-overhead-{}.toml", std::process::id()));
-    std::fs::write(&cfg, "version = 1\n[memory]\nreserve = { high = \"1%\" }\n").unwrap();
+    // `--sched 'KEY = VALUE'`: one more `[sched]` setting (the instruction count under
+    // callgrind, `scripts/layer-instructions.sh`, lengthens the pieces: there a kernel runs
+    // tens of times slower and would no longer count as short).
+    let sched = std::env::args()
+        .skip_while(|a| a != "--sched")
+        .nth(1)
+        .map_or(String::new(), |s| format!("[sched]\n{s}\n"));
+    std::fs::write(
+        &cfg,
+        format!("version = 1\n[memory]\nreserve = {{ high = \"1%\" }}\n{sched}"),
+    )
+    .unwrap();
     std::env::set_var("SOFTPREEMPT_CONFIG", &cfg);
     std::env::remove_var("SOFTPREEMPT_PRIORITY");
     // A private arbiter directory: another process's queue on the machine's device (a
@@ -164,7 +179,11 @@ fn main() {
             )
         };
     });
-    row("clEnqueueNDRangeKernel(empty)", 1.0, &mut |e, i| {
+    // A kernel's first launches go through the FIFO (its timing model learns from them),
+    // and so do the launches behind them until the FIFO is empty: a few launches, each
+    // drained and given time to be learned from, come first, so that the row measures
+    // the direct path whatever the submitter thread's pace (under callgrind it is slow).
+    let launch = |e: &Env| {
         let g = 1usize;
         // SAFETY: a valid queue and kernel with all arguments set.
         unsafe {
@@ -178,10 +197,25 @@ fn main() {
                 0,
                 std::ptr::null(),
                 std::ptr::null_mut(),
-            );
-            if i % 256 == 255 {
-                clFinish(e.queue);
-            }
+            )
+        }
+    };
+    if only
+        .as_deref()
+        .is_none_or(|o| "clEnqueueNDRangeKernel(empty)".contains(o))
+    {
+        for _ in 0..3 {
+            launch(&sp);
+            // SAFETY: a valid queue.
+            unsafe { clFinish(sp.queue) };
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+    row("clEnqueueNDRangeKernel(empty)", 1.0, &mut |e, i| {
+        launch(e);
+        if i % 256 == 255 {
+            // SAFETY: a valid queue.
+            unsafe { clFinish(e.queue) };
         }
     });
     // The other commands of a request on the direct path (issue 24): each on a 64-byte
