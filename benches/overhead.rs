@@ -2,6 +2,10 @@
 //! run through the real ICD loader. Prints a table; `--json FILE` also writes the numbers.
 //!
 //! Run: `cargo build --release -p softpreempt-icd && cargo bench --bench overhead`
+//! (`-- --only TEXT` the rows whose name holds it, `--batch N` / `--rounds N` the calls
+//! per batch and the batches, `--sched 'KEY = VALUE'` one more `[sched]` setting;
+//! `scripts/layer-instructions.sh` counts the layer's own instructions per call with it).
+//! The queue is alone on a private arbiter directory, at the default priority.
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -11,20 +15,32 @@ use opencl_sys::*;
 use std::ffi::c_void;
 use std::time::Instant;
 
+/// Calls per batch and batches (rounds) per row and platform; `--batch N` and
+/// `--rounds N` change them (a few rounds of small batches under `valgrind --tool=callgrind`,
+/// which counts each call's instructions exactly: docs/benchmarks.md).
 const BATCH: usize = 2000;
 const ROUNDS: usize = 31;
+
+/// The value of option `name` (`--name N`), else `default`.
+fn opt(name: &str, default: usize) -> usize {
+    std::env::args()
+        .skip_while(|a| a != name)
+        .nth(1)
+        .map_or(default, |v| v.parse().expect("a number"))
+}
 
 /// Median over rounds of the mean ns per call within a batch; rounds alternate between the
 /// two platforms so drift on a noisy machine hits both alike.
 fn measure(envs: &[&Env; 2], mut op: impl FnMut(&Env, usize)) -> [f64; 2] {
+    let (batch, rounds) = (opt("--batch", BATCH), opt("--rounds", ROUNDS).max(2));
     let mut samples = [Vec::new(), Vec::new()];
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         for (k, env) in envs.iter().enumerate() {
             let t = Instant::now();
-            for i in 0..BATCH {
+            for i in 0..batch {
                 op(env, i);
             }
-            let ns = t.elapsed().as_nanos() as f64 / BATCH as f64;
+            let ns = t.elapsed().as_nanos() as f64 / batch as f64;
             if round > 0 {
                 samples[k].push(ns); // the first round warms caches and lazy paths up
             }
@@ -34,6 +50,26 @@ fn measure(envs: &[&Env; 2], mut op: impl FnMut(&Env, usize)) -> [f64; 2] {
         s.sort_by(|a, b| a.partial_cmp(b).unwrap());
         s[s.len() / 2]
     })
+}
+
+/// A 64-byte write or read between buffer `m` and host array `h` on queue `q`, no event.
+fn transfer(
+    q: cl_command_queue,
+    m: cl_mem,
+    h: *mut c_void,
+    write: bool,
+    blocking: cl_bool,
+) -> cl_int {
+    let none = (0, std::ptr::null(), std::ptr::null_mut());
+    // SAFETY: a valid queue and 64-byte buffer of its context, and a 64-byte host array
+    // that outlives the queue's work (the caller drains the queue).
+    unsafe {
+        if write {
+            clEnqueueWriteBuffer(q, m, blocking, 0, 64, h, none.0, none.1, none.2)
+        } else {
+            clEnqueueReadBuffer(q, m, blocking, 0, 64, h, none.0, none.1, none.2)
+        }
+    }
 }
 
 fn main() {
@@ -48,9 +84,25 @@ fn main() {
     // allocation is counted *and* judged: the dearest path of the memory policy.
     let cfg =
         std::env::temp_dir().join(format!("softpreempt-overhead-{}.toml", std::process::id()));
-    std::fs::write(&cfg, "version = 1\n[memory]\nreserve = { high = \"1%\" }\n").unwrap();
+    // `--sched 'KEY = VALUE'`: one more `[sched]` setting (the instruction count under
+    // callgrind, `scripts/layer-instructions.sh`, lengthens the pieces: there a kernel runs
+    // tens of times slower and would no longer count as short).
+    let sched = std::env::args()
+        .skip_while(|a| a != "--sched")
+        .nth(1)
+        .map_or(String::new(), |s| format!("[sched]\n{s}\n"));
+    std::fs::write(
+        &cfg,
+        format!("version = 1\n[memory]\nreserve = {{ high = \"1%\" }}\n{sched}"),
+    )
+    .unwrap();
     std::env::set_var("SOFTPREEMPT_CONFIG", &cfg);
     std::env::remove_var("SOFTPREEMPT_PRIORITY");
+    // A private arbiter directory: another process's queue on the machine's device (a
+    // test, another user) would put this one on a different path.
+    let shm = std::env::temp_dir().join(format!("softpreempt-overhead-{}", std::process::id()));
+    std::fs::create_dir_all(&shm).unwrap();
+    std::env::set_var("SOFTPREEMPT_SHM_DIR", &shm);
     let bare = Env::new(bare_platform());
     let sp = Env::sp();
     let src = "__kernel void empty(__global int *a) { }";
@@ -127,7 +179,11 @@ fn main() {
             )
         };
     });
-    row("clEnqueueNDRangeKernel(empty)", 1.0, &mut |e, i| {
+    // A kernel's first launches go through the FIFO (its timing model learns from them),
+    // and so do the launches behind them until the FIFO is empty: a few launches, each
+    // drained and given time to be learned from, come first, so that the row measures
+    // the direct path whatever the submitter thread's pace (under callgrind it is slow).
+    let launch = |e: &Env| {
         let g = 1usize;
         // SAFETY: a valid queue and kernel with all arguments set.
         unsafe {
@@ -141,12 +197,74 @@ fn main() {
                 0,
                 std::ptr::null(),
                 std::ptr::null_mut(),
-            );
-            if i % 256 == 255 {
-                clFinish(e.queue);
-            }
+            )
+        }
+    };
+    if only
+        .as_deref()
+        .is_none_or(|o| "clEnqueueNDRangeKernel(empty)".contains(o))
+    {
+        for _ in 0..3 {
+            launch(&sp);
+            // SAFETY: a valid queue.
+            unsafe { clFinish(sp.queue) };
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+    row("clEnqueueNDRangeKernel(empty)", 1.0, &mut |e, i| {
+        launch(e);
+        if i % 256 == 255 {
+            // SAFETY: a valid queue.
+            unsafe { clFinish(e.queue) };
         }
     });
+    // The other commands of a request on the direct path (issue 24): each on a 64-byte
+    // buffer, no event asked, the queue drained every 256 iterations (a blocking read
+    // drains it itself).
+    let bufs: Vec<cl_mem> = [&bare, &sp].iter().map(|e| e.buffer(64)).collect();
+    let buf = |e: &Env| bufs[usize::from(!std::ptr::eq(e, &bare))];
+    let mut host = [0u8; 64];
+    let host = host.as_mut_ptr() as *mut c_void;
+    type Enqueue = fn(cl_command_queue, cl_mem, *mut c_void) -> cl_int;
+    let commands: [(&'static str, Enqueue); 5] = [
+        // SAFETY: a valid queue and 64-byte buffer of its context.
+        ("clEnqueueFillBuffer(4 B of 64)", |q, m, _| unsafe {
+            let pattern = 7i32;
+            clEnqueueFillBuffer(
+                q,
+                m,
+                &pattern as *const i32 as *const c_void,
+                4,
+                0,
+                64,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        }),
+        ("clEnqueueWriteBuffer(64 B)", |q, m, h| {
+            transfer(q, m, h, true, CL_FALSE)
+        }),
+        ("clEnqueueReadBuffer(64 B)", |q, m, h| {
+            transfer(q, m, h, false, CL_FALSE)
+        }),
+        ("clEnqueueReadBuffer(64 B, blocking)", |q, m, h| {
+            transfer(q, m, h, false, CL_TRUE)
+        }),
+        // SAFETY: a valid queue.
+        ("clEnqueueMarkerWithWaitList", |q, _, _| unsafe {
+            clEnqueueMarkerWithWaitList(q, 0, std::ptr::null(), std::ptr::null_mut())
+        }),
+    ];
+    for (name, f) in commands {
+        row(name, 1.0, &mut |e, i| {
+            f(e.queue, buf(e), host);
+            if i % 256 == 255 {
+                // SAFETY: a valid queue.
+                unsafe { clFinish(e.queue) };
+            }
+        });
+    }
     // A kernel object per launch (issue 24): create it, set its three arguments, release
     // it. Reported per call (5 calls an iteration).
     const KERNEL_CALLS: f64 = 5.0;
@@ -227,6 +345,7 @@ fn main() {
         }
     });
     let _ = std::fs::remove_file(&cfg);
+    let _ = std::fs::remove_dir_all(&shm);
     // SAFETY: drain both queues before reporting.
     unsafe {
         clFinish(bare.queue);
@@ -234,8 +353,9 @@ fn main() {
     }
 
     println!(
-        "Per-call cost through the ICD loader, median of {} rounds x {BATCH} calls (ns)",
-        ROUNDS - 1
+        "Per-call cost through the ICD loader, median of {} rounds x {} calls (ns)",
+        opt("--rounds", ROUNDS).max(2) - 1,
+        opt("--batch", BATCH)
     );
     println!(
         "{:<32} {:>10} {:>12} {:>10} {:>8}",

@@ -13,7 +13,7 @@ use crate::linger::LingerModel;
 use crate::liveness;
 use crate::memory::{judge, MemoryPolicy, MemoryRefusal};
 use crate::options::ArbiterOptions;
-use crate::policy::{Decision, View};
+use crate::policy::{Decision, Lower, View};
 use crate::priority::Priority;
 use crate::segment::Segment;
 use crate::stats::{read_client, snapshot, ClientStats, SegmentSnapshot};
@@ -35,6 +35,7 @@ struct Shared {
 }
 
 impl Shared {
+    #[inline]
     fn view(&self) -> View<'_> {
         self.seg.view()
     }
@@ -210,6 +211,7 @@ impl Arbiter {
                 return Ok(Client {
                     device: device::ClaimOwner::new(self.shared.clone(), i, info.priority),
                     own_activity: Default::default(),
+                    lower_idle_seen_ns: Default::default(),
                     linger: Mutex::new(Linger {
                         model: LingerModel::default(),
                         cap_ns: sh.seg.params.linger_ns,
@@ -339,6 +341,9 @@ pub struct Client {
     incarnation: u64,
     /// New demands and grants of this client (its part of `Header::activity`).
     own_activity: std::sync::atomic::AtomicU64,
+    /// The latest CLOCK_MONOTONIC time at which [`Client::lower_priority_active`] read the
+    /// clock and found every lower client idle (0: never).
+    lower_idle_seen_ns: std::sync::atomic::AtomicU64,
     /// Idle gaps seen, and the linger they call for. Touched when demand is raised anew,
     /// at idle and at completions: never on a grant decision.
     linger: Mutex<Linger>,
@@ -551,6 +556,7 @@ impl Client {
     /// nobody waits for a client without demand: so while the answer is yes, dead peers
     /// are swept once per liveness interval here, or a crashed high-priority process
     /// would keep every lower one slicing for ever.
+    #[inline]
     pub fn higher_priority_registered(&self) -> bool {
         let sh = &*self.shared;
         if !sh.view().higher_registered(self.slot, self.pri) {
@@ -575,14 +581,33 @@ impl Client {
     }
 
     /// Is a strictly lower priority busy on this device: work queued, slices in flight,
-    /// or active within `window` (see [`View::lower_active`])? A client that submits
+    /// or active within `window` (see `View::lower_state`)? A client that submits
     /// without grants raises demand for its commands only then: a lower client that is
     /// merely registered has nothing to yield (issue 24).
+    ///
+    /// Called before every command a higher client sends straight to the vendor, so it
+    /// reads no clock where it need not: with no lower client registered, and while
+    /// every lower client's latest activity is older than one already seen to lie outside
+    /// the window (time only moves on, so it still does).
+    #[inline]
     pub fn lower_priority_active(&self, window: Duration) -> bool {
         let w = window.as_nanos().min(u64::MAX as u128) as u64;
-        self.shared
-            .view()
-            .lower_active(self.slot, self.pri, liveness::now_ns(), w)
+        match self.shared.view().lower_state(self.slot, self.pri) {
+            Lower::None => false,
+            Lower::Busy => true,
+            Lower::Idle { last_activity_ns } => {
+                let seen = self.lower_idle_seen_ns.load(Ordering::Relaxed);
+                if last_activity_ns < seen.saturating_sub(w) {
+                    return false;
+                }
+                let now = liveness::now_ns();
+                let active = last_activity_ns >= now.saturating_sub(w);
+                if !active {
+                    self.lower_idle_seen_ns.fetch_max(now, Ordering::Relaxed);
+                }
+                active
+            }
+        }
     }
 
     /// Is another client of the same or higher priority registered (so slicing helps the
@@ -625,6 +650,7 @@ impl Client {
 
     /// Cheap check between slices: would a higher priority (demand or linger) block our
     /// next grant right now?
+    #[inline]
     pub fn should_yield(&self) -> bool {
         self.shared
             .view()

@@ -57,6 +57,17 @@ pub(crate) enum Decision {
     InflightFull,
 }
 
+/// What the clients of a strictly lower priority are doing ([`View::lower_state`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lower {
+    /// None is registered.
+    None,
+    /// One has work queued (demand) or slices in flight.
+    Busy,
+    /// Registered, none busy; the latest CLOCK_MONOTONIC time any of them did anything.
+    Idle { last_activity_ns: u64 },
+}
+
 /// The shared table as seen by the policy: a header and `slots.len()` validated slots.
 pub(crate) struct View<'a> {
     pub h: &'a Header,
@@ -97,11 +108,13 @@ impl<'a> View<'a> {
         v
     }
 
+    #[inline]
     pub(crate) fn any(&self, m: &[AtomicU64; MASK_WORDS], except: usize) -> bool {
         (0..self.words()).any(|w| self.mask_word(m, w, except) != 0)
     }
 
     /// Calls `f(slot index)` for each set bit, excluding `except`; stops when `f` returns false.
+    #[inline]
     pub(crate) fn each(
         &self,
         m: &[AtomicU64; MASK_WORDS],
@@ -124,12 +137,14 @@ impl<'a> View<'a> {
         masks.iter().any(|m| self.any(m, except))
     }
 
+    #[inline]
     fn is_set(&self, m: &[AtomicU64; MASK_WORDS], i: usize) -> bool {
         let (w, b) = bit(i);
         m[w].load(Ordering::Relaxed) & b != 0
     }
 
     /// The number inside `level` of slot `i`; a corrupt rank reads as 0.
+    #[inline]
     pub(crate) fn number_in(&self, i: usize, level: Level) -> u8 {
         match Priority::from_rank(self.slots[i].rank.load(Ordering::Relaxed)) {
             Some(p) if p.level == level => p.number,
@@ -426,6 +441,7 @@ impl<'a> View<'a> {
     }
 
     /// Is a strictly higher priority registered (even idle)?
+    #[inline]
     pub fn higher_registered(&self, me: usize, pri: Priority) -> bool {
         let l = pri.level.index();
         if self.h.registered[l + 1..].iter().any(|m| self.any(m, me)) {
@@ -504,28 +520,36 @@ impl<'a> View<'a> {
         found
     }
 
-    /// Is a strictly lower priority busy: work queued (demand), slices in flight, or
-    /// anything done within `window_ns` before `now`? Only then is there anything for a
-    /// higher client's demand to hold back; a lower client idle for longer that starts
-    /// again finds the higher one's demand from its next command on.
-    pub fn lower_active(&self, me: usize, pri: Priority, now: u64, window_ns: u64) -> bool {
+    /// What the clients of a strictly lower priority than `pri` are doing, read without a
+    /// clock. A lower client is busy with work queued (demand) or slices in flight; one
+    /// that is not counts as active while its latest activity is recent (the caller's
+    /// window, `Client::lower_priority_active`), so that the higher client's demand is
+    /// already raised when it starts again. One pass over the registered masks.
+    #[inline]
+    pub fn lower_state(&self, me: usize, pri: Priority) -> Lower {
         let l = pri.level.index();
-        let since = now.saturating_sub(window_ns);
-        let mut found = false;
+        let mut latest = None::<u64>;
+        let mut busy = false;
         for (lvl, m) in self.h.registered[..=l].iter().enumerate() {
             self.each(m, me, |j| {
+                if lvl == l && self.number_in(j, pri.level) >= pri.number {
+                    return true;
+                }
                 let s = &self.slots[j];
-                found = (lvl < l || self.number_in(j, pri.level) < pri.number)
-                    && (self.is_set(&self.h.demand[lvl], j)
-                        || s.inflight.load(Ordering::Relaxed) > 0
-                        || s.last_activity_ns.load(Ordering::Relaxed) >= since);
-                !found
+                busy =
+                    self.is_set(&self.h.demand[lvl], j) || s.inflight.load(Ordering::Relaxed) > 0;
+                let last = s.last_activity_ns.load(Ordering::Relaxed);
+                latest = Some(latest.map_or(last, |x| x.max(last)));
+                !busy
             });
-            if found {
-                return true;
+            if busy {
+                return Lower::Busy;
             }
         }
-        false
+        match latest {
+            None => Lower::None,
+            Some(last_activity_ns) => Lower::Idle { last_activity_ns },
+        }
     }
 
     /// Records, and returns, how many lower-priority slices are in flight now: the work a

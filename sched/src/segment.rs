@@ -76,6 +76,7 @@ enum OpenOutcome {
 
 impl Segment {
     /// The header.
+    #[inline]
     pub fn header(&self) -> &Header {
         // SAFETY: the mapping is page aligned and at least HEADER_SIZE bytes long (checked
         // before every `Segment` is built), and lives as long as `self`. `Header` consists
@@ -85,6 +86,7 @@ impl Segment {
     }
 
     /// The `slot_count` slots.
+    #[inline]
     pub fn slots(&self) -> &[Slot] {
         // SAFETY: the mapping is exactly `segment_size(slot_count)` bytes (checked at open),
         // so `slot_count` slots of SLOT_SIZE bytes start at HEADER_SIZE (8-byte aligned).
@@ -99,6 +101,7 @@ impl Segment {
     }
 
     /// The policy's view of the table.
+    #[inline]
     pub fn view(&self) -> View<'_> {
         View {
             h: self.header(),

@@ -438,3 +438,37 @@ fn wake_watchers_ends_a_watcher_s_wait() {
     assert_ne!(generation, seen, "the generation did not change");
     assert!(waited < LIVENESS, "the watcher slept through the wake");
 }
+
+/// `lower_priority_active` skips the clock once it has seen every lower client idle past
+/// the window: the skip must never hide a lower client that starts again, nor one that
+/// registers later.
+#[test]
+fn lower_activity_is_seen_after_an_idle_verdict() {
+    let d = TestDir::new("lower-idle");
+    let arb = Arbiter::open("dev0", &d.opts()).unwrap();
+    let hi = arb.register(info("high", "h")).unwrap();
+    let window = Duration::from_millis(20);
+    assert!(!hi.lower_priority_active(window), "no lower client");
+    let lo = arb.register(info("low", "l")).unwrap();
+    // Registering counts as activity.
+    assert!(hi.lower_priority_active(window));
+    std::thread::sleep(window * 2);
+    assert!(!hi.lower_priority_active(window), "idle past the window");
+    assert!(
+        !hi.lower_priority_active(window),
+        "still idle (no clock read)"
+    );
+    lo.announce_demand();
+    assert!(hi.lower_priority_active(window), "busy again");
+    lo.idle();
+    assert!(hi.lower_priority_active(window), "active within the window");
+    std::thread::sleep(window * 2);
+    assert!(!hi.lower_priority_active(window));
+    let lo2 = arb.register(info("normal", "n")).unwrap();
+    assert!(
+        hi.lower_priority_active(window),
+        "a new lower client is active"
+    );
+    drop((lo, lo2));
+    assert!(!hi.lower_priority_active(window), "none left");
+}

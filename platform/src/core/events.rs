@@ -132,10 +132,17 @@ impl OutEvent {
     }
 
     /// After a successful call: wrap the vendor's event and give it to the application.
+    /// Inline, as every command reaches it, most asking for no event.
+    #[inline]
     pub fn publish(self, queue: &Obj<Queue>) {
         if self.app.is_null() || self.inner.is_null() {
             return;
         }
+        self.wrap(queue);
+    }
+
+    #[cold]
+    fn wrap(self, queue: &Obj<Queue>) {
         let q = queue.get();
         let ev = new_obj(Event {
             inner: q.inner.child(self.inner),

@@ -100,7 +100,7 @@ impl Program {
     pub fn forget_classes(&self) {
         let old = std::mem::take(&mut *self.classes.lock().unwrap_or_else(|e| e.into_inner()));
         for c in old.values() {
-            crate::core::managed::forget_kernel(c.id);
+            crate::core::managed::forget_kernel(c);
             // Its spare vendor kernels hold the vendor program (a rebuild would fail, a
             // release would not free it); kernel objects of the old build that are
             // released later go to the vendor.
@@ -304,6 +304,9 @@ pub struct KernelClass {
     /// Vendor kernels of released kernel objects, for the next `clCreateKernel` of this
     /// name and build (see `core::kernel_pool`).
     pub spares: crate::core::kernel_pool::KernelPool,
+    /// Its timing models, per device: the copies the launch path reads (see
+    /// `core::managed::models`).
+    pub models: std::sync::Arc<crate::core::managed::models::ClassModels>,
 }
 
 impl KernelClass {
@@ -325,6 +328,7 @@ impl KernelClass {
             short_ns_per_item: AtomicU64::new(0),
             records_args: AtomicBool::new(records_args),
             spares: Default::default(),
+            models: Default::default(),
         }
     }
 

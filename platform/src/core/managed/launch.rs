@@ -6,39 +6,30 @@ use std::ffi::c_void;
 
 use super::submitter::{Launch, Retained};
 use crate::core::cl::*;
-use crate::core::forward::fetch_info;
+use crate::core::forward::{fetch_info, fetch_scalar};
 use crate::core::objects::{HeldArg, Kernel, Sliceable};
 
+/// One of the kernel's work-group facts on `device`, read into a value of its size (one
+/// vendor call, no allocation: every launch the layer plans asks a few).
 fn kernel_wg_info<T: Copy + Default>(
     k: &Kernel,
     device: cl_device_id,
     what: cl_kernel_work_group_info,
 ) -> Option<T> {
     let i = &k.inner;
-    let b = fetch_info(|s, v, r| match i.vt.clGetKernelWorkGroupInfo {
-        // SAFETY: the vendor's query on its own kernel and device.
+    fetch_scalar(|s, v, r| match i.vt.clGetKernelWorkGroupInfo {
+        // SAFETY: the vendor's query on its own kernel and device, into a T of `s` bytes.
         Some(f) => unsafe { f(i.h, device, what, s, v, r) },
         None => CL_INVALID_OPERATION,
     })
-    .ok()?;
-    (b.len() >= std::mem::size_of::<T>()).then(|| {
-        // SAFETY: at least one T written by the vendor; unaligned read.
-        unsafe { (b.as_ptr() as *const T).read_unaligned() }
-    })
+    .ok()
 }
 
-fn device_item_sizes(device: &crate::core::forward::Inner<cl_device_id>) -> Option<Vec<usize>> {
-    let b = fetch_info(|s, v, r| match device.vt.clGetDeviceInfo {
-        // SAFETY: the vendor's query on its own device.
-        Some(f) => unsafe { f(device.h, CL_DEVICE_MAX_WORK_ITEM_SIZES, s, v, r) },
-        None => CL_INVALID_OPERATION,
-    })
-    .ok()?;
-    Some(
-        b.chunks_exact(8)
-            .map(|c| usize::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect(),
-    )
+/// The device's largest work-item size per dimension (the first three), if it says.
+fn device_item_sizes(
+    device: &crate::core::forward::Inner<cl_device_id>,
+) -> Option<&'static [usize]> {
+    device_facts(device).item_sizes.as_deref()
 }
 
 /// The launch geometry read from the application's arrays, if it is one the vendor would
@@ -192,38 +183,72 @@ fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) ->
 
 /// Whether `device` is a GPU (cached per device).
 pub fn is_gpu(device: &crate::core::forward::Inner<cl_device_id>) -> bool {
-    device_facts(device).1 & CL_DEVICE_TYPE_GPU != 0
+    device_facts(device).kind & CL_DEVICE_TYPE_GPU != 0
 }
 
 /// Whether the device is a CPU device (its kernels run on threads of this process).
 pub fn is_cpu(device: &crate::core::forward::Inner<cl_device_id>) -> bool {
-    device_facts(device).1 & CL_DEVICE_TYPE_CPU != 0
+    device_facts(device).kind & CL_DEVICE_TYPE_CPU != 0
 }
 
-/// The device's compute units and type bits, asked once per device.
-fn device_facts(device: &crate::core::forward::Inner<cl_device_id>) -> (u64, u64) {
-    static DEVICES: once_cell::sync::Lazy<
-        std::sync::Mutex<std::collections::HashMap<usize, (u64, u64)>>,
-    > = once_cell::sync::Lazy::new(Default::default);
-    let mut known = DEVICES.lock().unwrap_or_else(|e| e.into_inner());
-    *known.entry(device.h as usize).or_insert_with(|| {
-        let info = |what| {
-            fetch_info(|s, v, r| match device.vt.clGetDeviceInfo {
-                // SAFETY: the vendor's query on its own device.
-                Some(f) => unsafe { f(device.h, what, s, v, r) },
-                None => CL_INVALID_OPERATION,
-            })
-            .unwrap_or_default()
-        };
-        let word = |b: Vec<u8>| b.iter().rev().fold(0u64, |a, &x| (a << 8) | x as u64);
-        let units = word(info(CL_DEVICE_MAX_COMPUTE_UNITS)).max(1);
-        (units, word(info(CL_DEVICE_TYPE)))
-    })
+/// What planning a launch reads of a device: constants, asked of the vendor once.
+struct DeviceFacts {
+    units: u64,
+    kind: u64,
+    /// `CL_DEVICE_MAX_WORK_ITEM_SIZES`, its first three (`None`: the vendor did not say).
+    item_sizes: Option<smallvec::SmallVec<[usize; 3]>>,
+}
+
+/// The facts of `device`, asked once per device and kept for the process (devices are
+/// few). Planning a launch reads them several times, so the thread's latest device is
+/// kept in front of the process-wide map (no lock, no hash).
+fn device_facts(device: &crate::core::forward::Inner<cl_device_id>) -> &'static DeviceFacts {
+    type Known = std::collections::HashMap<usize, &'static DeviceFacts>;
+    static DEVICES: once_cell::sync::Lazy<std::sync::Mutex<Known>> =
+        once_cell::sync::Lazy::new(Default::default);
+    thread_local! {
+        static LATEST: std::cell::Cell<Option<(usize, &'static DeviceFacts)>> =
+            const { std::cell::Cell::new(None) };
+    }
+    let h = device.h as usize;
+    if let Some((_, f)) = LATEST.get().filter(|(d, _)| *d == h) {
+        return f;
+    }
+    let facts = *DEVICES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(h)
+        .or_insert_with(|| Box::leak(Box::new(ask_device(device))));
+    LATEST.set(Some((h, facts)));
+    facts
+}
+
+fn ask_device(device: &crate::core::forward::Inner<cl_device_id>) -> DeviceFacts {
+    let info = |what| {
+        fetch_info(|s, v, r| match device.vt.clGetDeviceInfo {
+            // SAFETY: the vendor's query on its own device.
+            Some(f) => unsafe { f(device.h, what, s, v, r) },
+            None => CL_INVALID_OPERATION,
+        })
+    };
+    let word = |b: Vec<u8>| b.iter().rev().fold(0u64, |a, &x| (a << 8) | x as u64);
+    let units = word(info(CL_DEVICE_MAX_COMPUTE_UNITS).unwrap_or_default()).max(1);
+    let item_sizes = info(CL_DEVICE_MAX_WORK_ITEM_SIZES).ok().map(|b| {
+        b.chunks_exact(8)
+            .take(3)
+            .map(|c| usize::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect()
+    });
+    DeviceFacts {
+        units,
+        kind: word(info(CL_DEVICE_TYPE).unwrap_or_default()),
+        item_sizes,
+    }
 }
 
 /// The device's compute units (cached per device).
 fn compute_units(device: &crate::core::forward::Inner<cl_device_id>) -> u64 {
-    device_facts(device).0
+    device_facts(device).units
 }
 
 /// How many work-groups of `items` work-items each the device runs at once: its compute
@@ -390,7 +415,9 @@ pub fn predicted_ns(
         .map(|i| geo.global[i].div_ceil(unit[i].max(1)) as u64)
         .product();
     let (wave, _) = wave_work_groups(device, unit.iter().product());
-    super::submitter::model(&(k.class.id, device.h as usize))
+    k.class
+        .models
+        .get(device.h as usize)
         .predict(softpreempt_sched::waves(groups, wave))
 }
 
@@ -435,6 +462,7 @@ pub fn build(
         unit_is_local,
         sliceable,
         key: (k.class.id, device.h as usize),
+        models: k.class.models.clone(),
         name: k.name().clone(),
         yielding,
     }

@@ -23,6 +23,7 @@ pub mod arbiter;
 pub mod deferred;
 pub mod failing;
 pub mod launch;
+pub mod models;
 mod profiles;
 mod readiness;
 mod submitter;
@@ -463,11 +464,18 @@ impl Managed {
         self.cv.notify_all();
     }
 
-    /// Waits until every command in software has reached the vendor.
+    /// Waits until every command in software has reached the vendor. Inline: every
+    /// direct command calls it, and mostly finds nothing.
+    #[inline]
     pub fn drain(&self) {
         if self.pending.load(Ordering::Acquire) == 0 {
             return;
         }
+        self.wait_drained();
+    }
+
+    #[cold]
+    fn wait_drained(&self) {
         let mut st = self.lock();
         while !st.fifo.is_empty() || st.busy {
             st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -553,6 +561,7 @@ impl Managed {
     ///
     /// `claim` is the predicted device time of a short launch sent direct under the
     /// budget ([`Managed::claim_direct`]), given back when the command completes.
+    #[inline]
     pub fn direct_submitted(self: &Arc<Self>, ready: bool, claim: u64) -> Option<Arc<Watch>> {
         let c = self.client.as_ref()?;
         // Only a busy lower client has anything to yield: next to an idle one (or none)
@@ -563,6 +572,12 @@ impl Managed {
         if !demand && claim == 0 {
             return None;
         }
+        self.watch(c, demand, claim)
+    }
+
+    /// [`Managed::direct_submitted`] for a command to be watched.
+    #[cold]
+    fn watch(self: &Arc<Self>, c: &Client, demand: bool, claim: u64) -> Option<Arc<Watch>> {
         if demand {
             self.outstanding.fetch_add(1, Ordering::AcqRel);
             c.announce_demand();

@@ -73,11 +73,16 @@ pub struct Tail {
 }
 
 impl Tail {
-    /// Nothing unready of this queue is still incomplete.
+    /// Nothing unready of this queue is still incomplete. Inline: every direct command
+    /// asks, and mostly there is nothing unready.
+    #[inline]
     pub fn ready(&self, vt: &cl_icd_dispatch) -> bool {
-        if self.n.load(Ordering::Acquire) == 0 {
-            return true;
-        }
+        self.n.load(Ordering::Acquire) == 0 || self.settle(vt)
+    }
+
+    /// Forgets the unready commands now complete; whether none is left.
+    #[cold]
+    fn settle(&self, vt: &cl_icd_dispatch) -> bool {
         let mut ev = lock(&self.events);
         ev.retain(|r| {
             let busy = status_of(vt, r.handle()) > CL_COMPLETE as cl_int;

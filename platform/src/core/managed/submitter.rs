@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use super::deferred::{complete_on, status_of, Deferred};
 use super::failing;
+use super::models::ClassModels;
 use super::profiles::{self, ProfileKey};
 use super::{monotonic_ns, Command, Managed, Work};
 use crate::config;
@@ -76,6 +77,8 @@ pub struct Launch {
     pub sliceable: bool,
     /// The timing model's key.
     pub key: ModelKey,
+    /// The kernel class's copies of its timing models (`models.rs`).
+    pub models: Arc<ClassModels>,
     /// The kernel's name, for traces and profiles.
     pub name: std::sync::Arc<str>,
     /// Work-groups the device runs at once (one wave), an estimate (`launch.rs`).
@@ -115,16 +118,41 @@ pub(super) fn model(key: &ModelKey) -> TimingModel {
     MODELS.lock().unwrap_or_else(|e| e.into_inner()).get(key)
 }
 
-/// Forgets what was learned about the kernel class `h` (`KernelClass::id`): its program
-/// is released or built again.
-pub fn forget_kernel(h: usize) {
+/// Records that `units` of a launch of the class whose models are `models` took `ns` on
+/// the key's device: in the process-wide table, and in the class's copy under the same
+/// lock, so that the two never differ (`models.rs`).
+/// `new_variant`: a yielding entry's first run with its local size, which may be cold
+/// (`TimingTable::observe_new_variant`); `ends_launch`: the launch's last observation
+/// (`TimingTable::end_launch`: a first launch's pieces are held provisionally until then).
+fn observe(
+    models: &ClassModels,
+    key: ModelKey,
+    (units, ns): (f64, u64),
+    new_variant: bool,
+    ends_launch: bool,
+) {
+    let mut table = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    if new_variant {
+        table.observe_new_variant(key, units, ns);
+    } else {
+        table.observe_units(key, units, ns);
+    }
+    if ends_launch {
+        table.end_launch(&key);
+    }
+    models.set(key.1, table.get(&key));
+}
+
+/// Forgets what was learned about kernel class `class`: its program is released or built
+/// again.
+pub fn forget_kernel(class: &crate::core::objects::KernelClass) {
+    let h = class.id;
     super::profiles::forget_kernel(h);
     super::yielding::forget_kernel(h);
     efficiency().retain(|k, _| k.0 != h);
-    MODELS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .forget(|k| k.0 == h);
+    let mut table = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    table.forget(|k| k.0 == h);
+    class.models.clear();
 }
 
 /// A piece on the vendor queue, not yet retired.
@@ -141,6 +169,8 @@ struct InFlight {
     /// Its predicted device time when submitted (see `Submitter::predict`).
     pred_ns: u64,
     key: Option<ModelKey>,
+    /// The class's copies of its timing models, with `key`.
+    models: Option<Arc<ClassModels>>,
     /// The geometry's row profile, the rows the piece covers and the range's rows.
     rows: Option<(ProfileKey, u64, u64, u64)>,
     /// The device's activity at submission, to tell the piece's own device time from
@@ -354,14 +384,12 @@ impl Submitter {
                 let overhead = model(&key).fit().map_or(0.0, |f| f.0).min(own as f64 / 2.0);
                 profiles::observe(pk, rows, first, n, own as f64 - overhead);
             }
-            let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
-            models.observe_units(key, waves as f64 * weight, own);
             // A first launch's pieces may each pay a cold start, and the model holds
             // them provisionally until one of a later launch comes (`TimingModel::warm`).
-            if p.last_of.is_some() {
-                models.end_launch(&key);
+            if let Some(models) = &p.models {
+                let units = (waves as f64 * weight, own);
+                observe(models, key, units, false, p.last_of.is_some());
             }
-            drop(models);
             if waves > 0 {
                 self.recent = Some((key, own as f64 / waves as f64));
             }
@@ -674,6 +702,7 @@ impl Submitter {
                         wave_wgs: l.wave_wgs,
                         pred_ns: 0,
                         key: None,
+                        models: None,
                         rows: None,
                         mark: None,
                         weigh: None,
@@ -694,6 +723,7 @@ impl Submitter {
                         wave_wgs: l.wave_wgs,
                         pred_ns: pred,
                         key: (wgs > 0).then_some(l.key),
+                        models: (wgs > 0).then(|| l.models.clone()),
                         rows: None,
                         mark: self.m.client.as_ref().map(|c| c.activity_mark()),
                         weigh: Some(Weigh::Whole),
@@ -817,6 +847,7 @@ impl Submitter {
                 wave_wgs: l.wave_wgs,
                 pred_ns: pred,
                 key,
+                models: key.map(|_| l.models.clone()),
                 rows: covered.map(|k| (k, first_row, rows, all_rows)),
                 mark: self.m.client.as_ref().map(|c| c.activity_mark()),
                 // The rest of a launch after its slices may be any size: not weighed.
@@ -1003,15 +1034,8 @@ impl Submitter {
                     // and a wave counted in it came out 8 times too long, so a Mandelbrot
                     // LP on an H100 claimed it could not yield in time and was never asked.
                     let waves = softpreempt_sched::waves(y.total, y.persistent);
-                    let mut models = MODELS.lock().unwrap_or_else(|e| e.into_inner());
-                    if y.new_variant {
-                        // The entry's first run may be cold (PoCL: 257 ms, then 16 ms).
-                        models.observe_new_variant(l.key, waves as f64, took);
-                    } else {
-                        models.observe_units(l.key, waves as f64, took);
-                    }
-                    models.end_launch(&l.key);
-                    drop(models);
+                    // The entry's first run may be cold (PoCL: 257 ms, then 16 ms).
+                    observe(&l.models, l.key, (waves as f64, took), y.new_variant, true);
                     if l.gpu {
                         yielding::observed_run_wave(l.key, took / waves.max(1));
                     }
@@ -1151,5 +1175,52 @@ fn list_ptr(v: &[cl_event]) -> *const cl_event {
         std::ptr::null()
     } else {
         v.as_ptr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::objects::{KernelClass, Sliceable};
+
+    fn class() -> KernelClass {
+        KernelClass::new(
+            "k".into(),
+            Box::new([]),
+            Sliceable::Yes { null_local: true },
+            None,
+            false,
+        )
+    }
+
+    #[test]
+    fn an_observation_reaches_the_class_copy_and_forgetting_clears_it() {
+        let (a, b) = (class(), class());
+        let dev = 0x1000;
+        let (ka, kb) = ((a.id, dev), (b.id, dev));
+        assert_eq!(a.models.get(dev).samples(), 0, "nothing learned yet");
+        observe(&a.models, ka, (2.0, 4_000), false, true);
+        observe(&a.models, ka, (4.0, 8_000), false, true);
+        observe(&b.models, kb, (1.0, 500), false, true);
+        assert_eq!(
+            a.models.get(dev),
+            model(&ka),
+            "the copy equals the table's entry"
+        );
+        assert_eq!(a.models.get(dev).samples(), 2);
+        assert_eq!(
+            a.models.get(dev + 1).samples(),
+            0,
+            "another device's model is its own"
+        );
+        forget_kernel(&a);
+        assert_eq!(a.models.get(dev).samples(), 0, "forgotten with the class");
+        assert_eq!(model(&ka).samples(), 0);
+        assert_eq!(
+            b.models.get(dev),
+            model(&kb),
+            "another class keeps its model"
+        );
+        assert_eq!(b.models.get(dev).samples(), 1);
     }
 }
