@@ -663,9 +663,10 @@ impl Submitter {
         // driver, while a higher priority is active (slicing at the target is decided).
         // The same where this kernel's slices proved wasteful even as long as a piece
         // (`SliceEfficiency::skip_slicing`).
-        // Not on a model that holds only a first observation, which may be all cold start
-        // (a 65 µs kernel whose first launch took 7 ms on an H200 would go unsliced and
-        // unobserved, so it would never learn otherwise): sliced, and its pieces observed.
+        // Not on a model that holds only its kernel's first launch, which may be all cold
+        // start (a 65 µs kernel whose first launch took 7 ms on an H200 would go unsliced
+        // and unobserved, so it would never learn otherwise): sliced, and its pieces
+        // observed. A kernel whose waves are long goes whole from its third launch on.
         if planner.is_some() && self.m.slice_target() == Some(self.m.target_ns()) {
             let wave_ns = Some(model(&l.key))
                 .filter(|m| m.warm())
