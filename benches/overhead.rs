@@ -5,7 +5,8 @@
 //! (`-- --only TEXT` the rows whose name holds it, `--batch N` / `--rounds N` the calls
 //! per batch and the batches, `--sched 'KEY = VALUE'` one more `[sched]` setting;
 //! `scripts/layer-instructions.sh` counts the layer's own instructions per call with it).
-//! The queue is alone on a private arbiter directory, at the default priority.
+//! The queue is alone on a private arbiter directory, at the default priority
+//! (`--with-idle-lp`: next to an idle low-priority queue of another process).
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -72,7 +73,42 @@ fn transfer(
     }
 }
 
+/// The idle low-priority peer of `--with-idle-lp`: a queue on the SoftPreempt platform,
+/// then nothing until standard input closes.
+fn idle_lp() {
+    let _env = Env::sp();
+    println!("ready");
+    let mut s = String::new();
+    let _ = std::io::stdin().read_line(&mut s);
+}
+
+/// `--with-idle-lp`: starts the idle low-priority peer (another process, on this run's
+/// arbiter directory) and waits until it counts as idle, so that every command measured
+/// here is a higher client's next to a registered, idle lower one (issue 24's second
+/// case). Dropping the child's standard input ends it.
+fn start_idle_lp() -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--idle-lp")
+        .env("SOFTPREEMPT_PRIORITY", "low")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("idle LP");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready", "the idle LP did not start");
+    // Idle, not just started: a client active within the last 500 ms counts as busy.
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    child
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--idle-lp") {
+        return idle_lp();
+    }
     // The release library, when built, is what users install.
     let release =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libsoftpreempt.so");
@@ -103,6 +139,9 @@ fn main() {
     let shm = std::env::temp_dir().join(format!("softpreempt-overhead-{}", std::process::id()));
     std::fs::create_dir_all(&shm).unwrap();
     std::env::set_var("SOFTPREEMPT_SHM_DIR", &shm);
+    let lp = std::env::args()
+        .any(|a| a == "--with-idle-lp")
+        .then(start_idle_lp);
     let bare = Env::new(bare_platform());
     let sp = Env::sp();
     let src = "__kernel void empty(__global int *a) { }";
@@ -345,6 +384,10 @@ fn main() {
         }
     });
     let _ = std::fs::remove_file(&cfg);
+    if let Some(mut child) = lp {
+        drop(child.stdin.take());
+        let _ = child.wait();
+    }
     let _ = std::fs::remove_dir_all(&shm);
     // SAFETY: drain both queues before reporting.
     unsafe {

@@ -13,6 +13,8 @@
 # Usage: bash scripts/layer-instructions.sh [LIBRARY] [ROW...]
 #   LIBRARY: the libsoftpreempt.so to count (default: target/release's; the name must
 #   hold "softpreempt"). ROW: overhead rows by name (default: every command row).
+# IDLE_LP=1: next to an idle low-priority queue of another process (registered, idle past
+# the 500 ms window), the case where the layer asks whether a lower client is busy.
 # Needs: valgrind, and `cargo build --release -p softpreempt-icd` done. Takes about 6 min.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +32,7 @@ for row in "${rows[@]}"; do
   for r in 3 6; do
     SOFTPREEMPT_LIB=$lib valgrind --tool=callgrind --toggle-collect='softpreempt::slots::clEnqueue*' \
       --callgrind-out-file="$out/$r.out" "$bin" --only "$row" --batch $batch --rounds $r \
-      --sched "piece_us = 1000000" >/dev/null 2>&1
+      --sched "piece_us = 1000000" ${IDLE_LP:+--with-idle-lp} >/dev/null 2>&1
   done
   python3 - "$row" "$out" $batch <<'PY'
 import re, subprocess, sys
