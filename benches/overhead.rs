@@ -144,7 +144,11 @@ fn main() {
         .then(start_idle_lp);
     let bare = Env::new(bare_platform());
     let sp = Env::sp();
-    let src = "__kernel void empty(__global int *a) { }";
+    // `geom` reads its group's geometry, so the layer rewrites it (a hidden geometry
+    // argument, `core::rewritten`): its row shows what a rewritten kernel's launch costs.
+    let src = "__kernel void empty(__global int *a) { }\n\
+        __kernel void geom(__global int *a) \
+        { a[get_global_id(0)] += (int)(get_group_id(0) + get_num_groups(0)); }";
     // A program of a few kernels, as OpenCV's are, of which one is made and released per
     // launch (OpenCV creates a kernel object for every call).
     let few = "__kernel void empty(__global int *a) { }\n\
@@ -158,21 +162,25 @@ fn main() {
         .map(|e| (e.program(few), e.buffer(64)))
         .collect();
     let prog = |e: &Env| per_launch[usize::from(!std::ptr::eq(e, &bare))];
-    let kernels: Vec<(cl_kernel, cl_mem)> = [&bare, &sp]
+    let kernels: Vec<(cl_kernel, cl_mem, cl_kernel)> = [&bare, &sp]
         .iter()
         .map(|e| {
-            let k = e.kernel(e.program(src), "empty");
+            let p = e.program(src);
             let m = e.buffer(64);
-            // SAFETY: a valid kernel and buffer of the same context.
-            ok(unsafe {
-                clSetKernelArg(
-                    k,
-                    0,
-                    std::mem::size_of::<cl_mem>(),
-                    &m as *const cl_mem as *const c_void,
-                )
+            let [k, g] = ["empty", "geom"].map(|name| {
+                let k = e.kernel(p, name);
+                // SAFETY: a valid kernel and buffer of the same context.
+                ok(unsafe {
+                    clSetKernelArg(
+                        k,
+                        0,
+                        std::mem::size_of::<cl_mem>(),
+                        &m as *const cl_mem as *const c_void,
+                    )
+                });
+                k
             });
-            (k, m)
+            (k, m, g)
         })
         .collect();
     let kern = |e: &Env| {
@@ -207,7 +215,7 @@ fn main() {
         };
     });
     row("clSetKernelArg(cl_mem)", 1.0, &mut |e, _| {
-        let (k, m) = kern(e);
+        let (k, m, _) = kern(e);
         // SAFETY: as in set-up.
         unsafe {
             clSetKernelArg(
@@ -222,13 +230,13 @@ fn main() {
     // and so do the launches behind them until the FIFO is empty: a few launches, each
     // drained and given time to be learned from, come first, so that the row measures
     // the direct path whatever the submitter thread's pace (under callgrind it is slow).
-    let launch = |e: &Env| {
+    let launch = |e: &Env, k: cl_kernel| {
         let g = 1usize;
         // SAFETY: a valid queue and kernel with all arguments set.
         unsafe {
             clEnqueueNDRangeKernel(
                 e.queue,
-                kern(e).0,
+                k,
                 1,
                 std::ptr::null(),
                 &g,
@@ -239,24 +247,30 @@ fn main() {
             )
         }
     };
-    if only
-        .as_deref()
-        .is_none_or(|o| "clEnqueueNDRangeKernel(empty)".contains(o))
-    {
+    // Which kernel of a platform's (empty, buffer, geom) a row launches.
+    type Pick = fn(&(cl_kernel, cl_mem, cl_kernel)) -> cl_kernel;
+    let launch_rows: [(&'static str, Pick); 2] = [
+        ("clEnqueueNDRangeKernel(empty)", |k| k.0),
+        ("clEnqueueNDRangeKernel(geometry, rewritten)", |k| k.2),
+    ];
+    for (name, which) in launch_rows {
+        if only.as_deref().is_some_and(|o| !name.contains(o)) {
+            continue;
+        }
         for _ in 0..3 {
-            launch(&sp);
+            launch(&sp, which(&kern(&sp)));
             // SAFETY: a valid queue.
             unsafe { clFinish(sp.queue) };
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
+        row(name, 1.0, &mut |e, i| {
+            launch(e, which(&kern(e)));
+            if i % 256 == 255 {
+                // SAFETY: a valid queue.
+                unsafe { clFinish(e.queue) };
+            }
+        });
     }
-    row("clEnqueueNDRangeKernel(empty)", 1.0, &mut |e, i| {
-        launch(e);
-        if i % 256 == 255 {
-            // SAFETY: a valid queue.
-            unsafe { clFinish(e.queue) };
-        }
-    });
     // The other commands of a request on the direct path (issue 24): each on a 64-byte
     // buffer, no event asked, the queue drained every 256 iterations (a blocking read
     // drains it itself).

@@ -12,7 +12,8 @@
 #
 # Usage: bash scripts/layer-instructions.sh [LIBRARY] [ROW...]
 #   LIBRARY: the libsoftpreempt.so to count (default: target/release's; the name must
-#   hold "softpreempt"). ROW: overhead rows by name (default: every command row).
+#   hold "softpreempt"). ROW: overhead rows by name, one row each (`--only` matches a
+#   part of a name; default: every command row).
 # IDLE_LP=1: next to an idle low-priority queue of another process (registered, idle past
 # the 500 ms window), the case where the layer asks whether a lower client is busy.
 # Needs: valgrind, and `cargo build --release -p softpreempt-icd` done. Takes about 6 min.
@@ -21,7 +22,8 @@ cd "$(dirname "$0")/.."
 lib=$(realpath "${1:-target/release/libsoftpreempt.so}")
 shift || true
 rows=("$@")
-[ ${#rows[@]} -eq 0 ] && rows=("clEnqueueNDRangeKernel" "clEnqueueFillBuffer" "clEnqueueWriteBuffer"
+[ ${#rows[@]} -eq 0 ] && rows=("clEnqueueNDRangeKernel(empty)" "clEnqueueNDRangeKernel(geometry"
+  "clEnqueueFillBuffer" "clEnqueueWriteBuffer"
   "clEnqueueReadBuffer(64 B)" "clEnqueueReadBuffer(64 B, blocking)" "clEnqueueMarkerWithWaitList")
 bin=$(cargo bench --bench overhead --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))$/\1/p')
 out=$(mktemp -d)

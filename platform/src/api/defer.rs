@@ -29,12 +29,23 @@ pub fn deferring_launch<'q>(
     k: &Kernel,
     work_dim: cl_uint,
     global: *const usize,
+    local: *const usize,
 ) -> Option<&'q Arc<Managed>> {
     let m = q.get().managed.as_ref()?;
     if m.must_defer() {
         return Some(m);
     }
-    if !m.in_order || matches!(k.sliceable(), crate::core::objects::Sliceable::No(_)) {
+    let never_cut = match k.sliceable() {
+        crate::core::objects::Sliceable::No(_) => true,
+        // A kernel that depends on its work-group size is cut only with a known local size
+        // (`launch::may_slice`): the application's, or its required one. Without either,
+        // none of the checks below (a few vendor queries and a prediction, each launch)
+        // could change where it goes.
+        crate::core::objects::Sliceable::Yes { null_local } => {
+            !null_local && local.is_null() && !launch::has_required_local(k, &m.device)
+        }
+    };
+    if !m.in_order || never_cut {
         // Never cut: nothing to decide.
         return None;
     }

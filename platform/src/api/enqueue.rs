@@ -456,7 +456,7 @@ pub fn enqueue_ndrange_kernel(
     let k = kernel(q, kernel_h)?;
     let trailing = (num_events_in_wait_list, event_wait_list, event);
     let mut claim = 0;
-    if let Some(m) = defer::deferring_launch(q, k, work_dim, global_work_size) {
+    if let Some(m) = defer::deferring_launch(q, k, work_dim, global_work_size, local_work_size) {
         let range = defer::Range {
             work_dim,
             offset: global_work_offset,

@@ -307,6 +307,10 @@ pub struct KernelClass {
     /// Its timing models, per device: the copies the launch path reads (see
     /// `core::managed::models`).
     pub models: std::sync::Arc<crate::core::managed::models::ClassModels>,
+    /// Whether it has a required work-group size (`reqd_work_group_size`, an attribute
+    /// of its source), asked of the vendor once: a launch with a NULL local size then
+    /// runs, and may be cut, with that size (`managed::launch::geometry`).
+    pub required_local: once_cell::sync::OnceCell<bool>,
 }
 
 impl KernelClass {
@@ -329,6 +333,7 @@ impl KernelClass {
             records_args: AtomicBool::new(records_args),
             spares: Default::default(),
             models: Default::default(),
+            required_local: Default::default(),
         }
     }
 

@@ -25,6 +25,14 @@ fn kernel_wg_info<T: Copy + Default>(
     .ok()
 }
 
+/// Whether kernel `k` has a required work-group size (asked once per kernel class).
+pub fn has_required_local(k: &Kernel, device: &crate::core::forward::Inner<cl_device_id>) -> bool {
+    *k.class.required_local.get_or_init(|| {
+        kernel_wg_info::<[usize; 3]>(k, device.h, CL_KERNEL_COMPILE_WORK_GROUP_SIZE)
+            .is_some_and(|r| r != [0; 3])
+    })
+}
+
 /// The device's largest work-item size per dimension (the first three), if it says.
 fn device_item_sizes(
     device: &crate::core::forward::Inner<cl_device_id>,
