@@ -685,51 +685,41 @@ impl Submitter {
                     d.piece(ev);
                     complete_on(d, ev);
                 }
-                if long_wave {
-                    // In the window, in order, though it holds nothing and counts for
-                    // nothing in the in-flight bound (predicted 0): the next piece's time
-                    // starts when this launch is seen to end, not at its own submission.
-                    // Released at once instead, every piece sent behind it looked as long
-                    // as its remaining run (tinygrad's 0.2 ms reductions behind 9 ms
-                    // matrix products read as 4.9 ms, and so became yielding launches).
-                    self.make_room(0);
-                    self.window.push_back(InFlight {
-                        kernel: l.name.clone(),
-                        last_of: Some(1),
-                        event: ev,
-                        token: None,
-                        submitted_ns: monotonic_ns(),
-                        work_groups: 0,
-                        wave_wgs: l.wave_wgs,
-                        pred_ns: 0,
-                        key: None,
-                        models: None,
-                        rows: None,
-                        mark: None,
-                        weigh: None,
-                    });
+                // Retired in order like any piece, holding no grant. A futile one's time
+                // is the long reference that tells when slicing may pay again. A long wave
+                // teaches nothing and counts for nothing in the in-flight bound (0 groups,
+                // predicted 0), but is in the window all the same, so that the next
+                // piece's time starts when it is seen to end, not at the next piece's
+                // submission: released at once instead, every piece sent behind it looked
+                // as long as its remaining run (tinygrad's 0.2 ms reductions behind 9 ms
+                // matrix products read as 4.9 ms, and so became yielding launches).
+                let (wgs, pred) = if long_wave {
+                    (0, 0)
                 } else {
-                    // Retired in order like any piece, holding no grant: its time is the
-                    // long reference that tells when slicing may pay again.
                     let wgs = planner.as_ref().map_or(0, |p| p.range().total_groups());
-                    let pred = self.predict(l, wgs, None);
-                    self.make_room(pred);
-                    self.window.push_back(InFlight {
-                        kernel: l.name.clone(),
-                        last_of: Some(1),
-                        event: ev,
-                        token: None,
-                        submitted_ns: monotonic_ns(),
-                        work_groups: wgs,
-                        wave_wgs: l.wave_wgs,
-                        pred_ns: pred,
-                        key: (wgs > 0).then_some(l.key),
-                        models: (wgs > 0).then(|| l.models.clone()),
-                        rows: None,
-                        mark: self.m.client.as_ref().map(|c| c.activity_mark()),
-                        weigh: Some(Weigh::Whole),
-                    });
-                }
+                    (wgs, self.predict(l, wgs, None))
+                };
+                self.make_room(pred);
+                self.window.push_back(InFlight {
+                    kernel: l.name.clone(),
+                    last_of: Some(1),
+                    event: ev,
+                    token: None,
+                    submitted_ns: monotonic_ns(),
+                    work_groups: wgs,
+                    wave_wgs: l.wave_wgs,
+                    pred_ns: pred,
+                    key: (wgs > 0).then_some(l.key),
+                    models: (wgs > 0).then(|| l.models.clone()),
+                    rows: None,
+                    mark: self
+                        .m
+                        .client
+                        .as_ref()
+                        .filter(|_| !long_wave)
+                        .map(|c| c.activity_mark()),
+                    weigh: (!long_wave).then_some(Weigh::Whole),
+                });
                 return Ok(());
             }
         }

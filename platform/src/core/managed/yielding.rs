@@ -161,8 +161,7 @@ pub fn prepare(
     } else {
         MIN_YIELD_NS
     };
-    let long = pred.is_some_and(|p| p >= min)
-        && super::submitter::model(&(k.class.id, m.device.h as usize)).warm();
+    let long = pred.is_some_and(|p| p >= min) && k.class.models.get(m.device.h as usize).warm();
     if mode == YieldMode::Never
         || (mode == YieldMode::Auto && !long)
         || m.client.is_none()
