@@ -15,7 +15,8 @@
 
 use opencl_sys::*;
 use softpreempt_transform::{
-    analyse, analyse_with_options, yield_geometry_arg, yielding, YieldProgram, TICKET, YIELD_WORD,
+    analyse, analyse_with_options, tickets_taken, yield_geometry_arg, yielding, YieldProgram,
+    TICKET, YIELD_WORD,
 };
 use std::ffi::{c_void, CString};
 use std::ptr::{null, null_mut};
@@ -141,6 +142,8 @@ struct Gen {
     ticket: u32,
     /// Build options (the `-D`s that conditional groups read).
     options: &'static str,
+    /// Virtual groups a ticket hands out.
+    chunk: u32,
 }
 
 fn generate(seed: u64) -> Gen {
@@ -210,10 +213,17 @@ fn generate(seed: u64) -> Gen {
         salt: rng.next() as u32,
         ticket,
         options: if wrapped { "-DWRAP -DSHIFT=3" } else { "" },
+        // Drawn last, so that each seed's kernel and geometry stay what they were.
+        chunk: 1 + rng.below(4) as u32,
     }
 }
 
 impl Gen {
+    /// How far an unasked run moves the ticket counter.
+    fn tickets(&self) -> u32 {
+        tickets_taken(u64::from(self.groups()), self.persistent as u64, self.chunk) as u32
+    }
+
     fn items(&self) -> usize {
         self.global.iter().product()
     }
@@ -542,7 +552,9 @@ fn run_entry(
     let mut before = base;
     for epoch in 1u32.. {
         assert!(epoch < 10_000, "the launch does not finish");
-        let arg = yield_geometry_arg(g.work_dim, geometry.0, geometry.1, g.local, epoch, base);
+        let arg = yield_geometry_arg(
+            g.work_dim, geometry.0, geometry.1, g.local, epoch, base, g.chunk,
+        );
         set_arg(l.kernel, 4, arg.len(), arg.as_ptr() as *const c_void);
         l.enqueue(g.work_dim, &[0; 3], &global, &g.local);
         // SAFETY: a valid queue.
@@ -572,14 +584,11 @@ fn run_entry(
         let ticket = l.ticket();
         let done = ticket.wrapping_sub(base);
         if done >= total {
-            // A launch that ran to the end unasked leaves the counter at base + total + P,
-            // after earlier yields too (the host's protocol needs no read then).
+            // A launch that ran to the end unasked leaves the counter at base + a ticket
+            // per chunk + one per persistent group, after earlier yields too (the host's
+            // protocol needs no read then).
             if asked.is_none() {
-                assert_eq!(
-                    done,
-                    total + g.persistent as u32,
-                    "tickets after an unasked launch"
-                );
+                assert_eq!(done, g.tickets(), "tickets after an unasked launch");
             }
             return y;
         }
@@ -625,17 +634,17 @@ fn check(seed: u64, yields: &mut Yields) {
         l.output()
     };
     let what = format!(
-        "seed {seed}: {}-D {:?}+{:?}/{:?}, {} persistent groups",
-        g.work_dim, g.global, g.offset, g.local, g.persistent
+        "seed {seed}: {}-D {:?}+{:?}/{:?}, {} persistent groups, {} a ticket",
+        g.work_dim, g.global, g.offset, g.local, g.persistent, g.chunk
     );
 
-    // (b) No yield: one launch, and exactly total + P tickets taken.
+    // (b) No yield: one launch, and exactly a ticket per chunk + P tickets taken.
     let l = Launcher::new(&g, rewritten, &k.entry, true);
     let unyielded = run_entry(&g, &l, (g.offset, g.global), |_, _| None);
     assert_eq!(unyielded.launches, 1, "{what}");
     assert_eq!(
         l.ticket().wrapping_sub(g.ticket),
-        g.groups() + g.persistent as u32,
+        g.tickets(),
         "{what}: tickets of a full run"
     );
     same(&what, "entry, no yield", &l.output(), &whole);
@@ -943,7 +952,7 @@ fn entry_cost() {
     let (mut t_plain, mut t_entry) = (Vec::new(), Vec::new());
     let mut base = 0u32;
     for round in 0..21 {
-        let arg = yield_geometry_arg(2, [0; 3], [n, n, 1], [16, 16, 1], round + 1, base);
+        let arg = yield_geometry_arg(2, [0; 3], [n, n, 1], [16, 16, 1], round + 1, base, 1);
         set_arg(entry, 4, arg.len(), arg.as_ptr() as *const c_void);
         t_plain.push(run(plain, [n, n, 1]));
         t_entry.push(run(entry, [16 * persistent, 16, 1]));

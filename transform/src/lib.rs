@@ -40,11 +40,15 @@
 //! resident capacity for the kernel, or less.
 //!
 //! **Each persistent group** loops: item (0,0,0) reads `control[YIELD_WORD]` (volatile);
-//! if `(int)(word - epoch) >= 0` the group stops. Otherwise it takes
-//! `t = atomic_inc(&control[TICKET]) - ticket_base`; `t >= total groups` stops it. Two
-//! barriers share `t` through `__local` memory, and the group runs the kernel's body for
-//! virtual group `t` (dimension 0 fastest), where `return` means "next group". That is
-//! the whole per-group cost: one read, one atomic, two barriers, a little arithmetic.
+//! if `(int)(word - epoch) >= 0` the group stops. Otherwise it takes a chunk of `c`
+//! virtual groups (`c` from the geometry argument, at least 1):
+//! `f = atomic_add(&control[TICKET], c) - ticket_base`; `f >= total groups` stops it. One
+//! barrier shares `f` and its 3-D id (worked out once, in 32 bits) through double-buffered
+//! `__local` memory, and the group runs the kernel's body for virtual groups `f` to
+//! `min(f + c, total) - 1` (dimension 0 fastest), where `return` means "next group". That
+//! is the whole cost of a chunk: one read, one atomic, one barrier, a little arithmetic.
+//! The host sizes `c` so that a chunk of short groups is worth it (a yield waits for the
+//! chunk in progress).
 //!
 //! **The host's protocol.**
 //! - Each yielding launch of the application's launch gets an epoch; the yield word is
@@ -55,13 +59,13 @@
 //! - The ticket counter is never reset: the host reads it once when the application's
 //!   launch begins (or keeps its own count) and passes that value as `ticket_base`.
 //! - **No yield requested:** nothing needs reading back. A launch that runs to the end
-//!   leaves the counter at exactly `base + total + P`: the virtual groups not yet handed
-//!   out, then one final ticket `>= total` for each persistent group. That holds for the
-//!   relaunch that ends a yielded application launch too, so the next application
-//!   launch's base is `base + total + P` either way.
+//!   leaves the counter at exactly `base + c * (ceil(total / c) + P)`
+//!   ([`tickets_taken`]): a ticket per chunk, then one final ticket `>= total` for each
+//!   persistent group. That holds for the relaunch that ends a yielded application launch
+//!   too, so the next application launch's base is that either way.
 //! - **After a yield request:** when the launch has completed, the host reads
 //!   `control[TICKET]`. `(value - base) >= total` (wrapping) means every virtual group was
-//!   handed out, and a group that takes a ticket runs it to the end: the application's
+//!   handed out, and a group that takes a ticket runs its chunk to the end: the application's
 //!   launch is done (and the next base is `value`). Otherwise the groups from
 //!   `value - base` on have not run; the host relaunches the same grid with the same base
 //!   and a new epoch, and the counter goes on from `value`.
@@ -112,7 +116,7 @@ use std::fmt;
 pub use builtins::GEOMETRY;
 pub use rewrite::{geometry_arg, Rewritten, GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
 pub use yielding::{
-    yield_geometry_arg, YieldKernel, YieldProgram, ENTRY_PREFIX, TICKET, YIELD_WORD,
+    tickets_taken, yield_geometry_arg, YieldKernel, YieldProgram, ENTRY_PREFIX, TICKET, YIELD_WORD,
 };
 
 /// A set of [`GEOMETRY`] builtins.

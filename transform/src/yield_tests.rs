@@ -180,7 +180,9 @@ fn local_declarations_move_to_kernel_scope_in_order() {
     let src = "#define TS 4\n#define LOCAL __local\nkernel void k(global float* o, local float* s) {\n  const size_t l = get_local_id(0);\n  local float a[TS][TS];\n  float x = 0.0f;\n  LOCAL int b[TS], c;\n  local float* p = s + l;\n  a[0][l] = *p; b[l] = 1; c = 2;\n  barrier(CLK_LOCAL_MEM_FENCE);\n  o[get_global_id(0)] = a[0][l] + b[0] + c + x;\n}\n";
     let p = program(src);
     let e = entry(&p, "k");
-    let (head, body) = e.split_once("for (;;)").unwrap();
+    let (head, body) = e
+        .split_once("for (uint __sp_h = 0u;; __sp_h ^= 1u)")
+        .unwrap();
     let (a, b) = (
         head.find("local float a[TS][TS];").expect("a hoisted"),
         head.find("LOCAL int b[TS], c;").expect("b hoisted"),
@@ -302,8 +304,18 @@ fn one_kernel_skipped_leaves_the_others() {
 }
 
 #[test]
+fn tickets_taken_counts_a_ticket_per_chunk_and_one_past_the_end_per_group() {
+    // One group a ticket: total + P.
+    assert_eq!(tickets_taken(10, 4, 1), 14);
+    assert_eq!(tickets_taken(10, 4, 0), 14);
+    // Chunks of 3: 4 tickets (0, 3, 6, 9), then 4 past the end, 3 steps each.
+    assert_eq!(tickets_taken(10, 4, 3), 24);
+    assert_eq!(tickets_taken(9, 4, 3), 21);
+}
+
+#[test]
 fn yield_geometry_arg_layout() {
-    let bytes = yield_geometry_arg(2, [5, 6, 7], [64, 32, 9], [8, 4, 3], 9, u32::MAX);
+    let bytes = yield_geometry_arg(2, [5, 6, 7], [64, 32, 9], [8, 4, 3], 9, u32::MAX, 3);
     let v: Vec<u64> = bytes
         .chunks(8)
         .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
@@ -323,7 +335,7 @@ fn yield_geometry_arg_layout() {
             2,
             9,
             u64::from(u32::MAX),
-            0,
+            3,
             0,
             0,
             0

@@ -893,7 +893,13 @@ impl Submitter {
             .map_or(cap.as_nanos() as u64, |(_, per_wave)| {
                 per_wave.max(0.0) as u64
             });
-        let need = wave.saturating_add(super::yielding::SIGNAL_NS);
+        // Short groups take their tickets in chunks (see `yielding::chunk`); a yield then
+        // waits for the chunk in progress. Fixed for the whole application launch: the
+        // next launch's base assumes one chunk size from this base on.
+        let chunk = super::yielding::chunk(model(&l.key).fit().map(|_| wave));
+        let need = wave
+            .saturating_mul(u64::from(chunk))
+            .saturating_add(super::yielding::SIGNAL_NS);
         // A CPU device has no hand-over of its own: the low launch's threads share the
         // cores with the higher priority's until the launch ends, however long its
         // groups, so leaving at the next group boundary always frees them sooner, and it
@@ -928,6 +934,7 @@ impl Submitter {
                 y.local,
                 epoch,
                 base,
+                chunk,
             );
             // SAFETY: the launch's own entry kernel; its hidden `ulong16` by value.
             let rc = unsafe {
@@ -978,7 +985,7 @@ impl Submitter {
             let read_ns = monotonic_ns() - read_ns;
             let done = rc != CL_SUCCESS
                 || ticket.is_none_or(|t| u64::from(t.wrapping_sub(base)) >= y.total);
-            tracing::debug!(kernel = %l.name, grant_wait_ns = granted_ns - asked_ns, read_ns, ?yield_ns, base, ?ticket, total = y.total, persistent = y.persistent, asked, done, took, "yielding run");
+            tracing::debug!(kernel = %l.name, grant_wait_ns = granted_ns - asked_ns, read_ns, ?yield_ns, base, ?ticket, total = y.total, persistent = y.persistent, chunk, asked, done, took, "yielding run");
             if let (Some(c), Some(claim)) = (self.m.client.as_ref(), claim) {
                 c.leave_device(claim, !done);
             }
@@ -1012,10 +1019,12 @@ impl Submitter {
             release_event(vt, ev);
             first = false;
             if done {
-                // Where the next launch's groups begin: exactly `total + P` tickets later
-                // when nobody asked (each persistent group takes one past the end).
-                let next =
-                    ticket.unwrap_or_else(|| base.wrapping_add((y.total + y.persistent) as u32));
+                // Where the next launch's groups begin: a ticket per chunk and one past the
+                // end for each persistent group later, when nobody asked.
+                let next = ticket.unwrap_or_else(|| {
+                    let taken = softpreempt_transform::tickets_taken(y.total, y.persistent, chunk);
+                    base.wrapping_add(taken as u32)
+                });
                 ctl.base.store(next, Ordering::Release);
                 if !asked && runs == 1 && y.total > 0 {
                     // A whole run teaches the model, as a whole launch does: in waves of

@@ -63,6 +63,25 @@ pub const MIN_YIELD_GPU_NS: u64 = 5_000_000;
 /// host seeing the launch end.
 pub const SIGNAL_NS: u64 = 60_000;
 
+/// A chunk of virtual groups (one ticket) should take about this long: a ticket costs a
+/// read of the yield word, an atomic and a barrier in a row, which groups of 8.8 µs paid
+/// with 4% of their throughput on an H100 (the preemption benchmark's compute LP, one
+/// group a ticket: 52.0 ms a launch against the application kernel's 50.0), and a yield
+/// waits for the chunk in progress.
+pub const CHUNK_NS: u64 = 40_000;
+
+/// The most groups one ticket hands out.
+const MAX_CHUNK: u64 = 4096;
+
+/// How many consecutive virtual groups a ticket hands out, for groups of `wave_ns` (a
+/// wave of the persistent groups; `None`: not known yet, one a ticket).
+pub fn chunk(wave_ns: Option<u64>) -> u32 {
+    match wave_ns {
+        Some(w) => (CHUNK_NS / w.max(1)).clamp(1, MAX_CHUNK) as u32,
+        None => 1,
+    }
+}
+
 /// Per (kernel class, device) on a GPU: how many runs nobody asked to stop were seen, and
 /// the least ns a wave of their persistent groups took (see [`too_long_to_ask`]).
 static RUN_WAVES: Lazy<Mutex<HashMap<(usize, usize), RunWaves>>> = Lazy::new(Default::default);
