@@ -7,15 +7,14 @@ set -u
 cd "$(dirname "$0")/../.."
 . scripts/gpu-env.sh
 R=$(mktemp -d)/diag; mkdir -p "$R"
-for row in "compute|" "gemm|--lp-kernel gemm" "mandel|--lp-kernel mandel" "memory|--lp-kernel memory"; do
+while IFS= read -r row <&3; do
   name=${row%%|*} flags=${row#*|}
-  case " ${ROWS:-compute gemm mandel memory} " in *" $name "*) ;; *) continue ;; esac
   # shellcheck disable=SC2086
   timeout 120 carry/bin/preempt $flags --lp-ms 50 --hp-us 450 --hp-burst 1 --gap-ms 20 \
     --modes hp-alone,corun-bare,corun-sp,arrival-bare,arrival-sp,lp-bare --duration 3 --arrival-reps 2 \
     --label "$name" --json "$R/$name.json" > "$R/$name.txt" 2>&1
   echo "== $name rc=$?"; grep -A7 "^mode" "$R/$name.txt"
-done
+done 3< <(matrix_rows "${ROWS:-compute gemm mandel memory}")
 python3 benches/opencv_pair.py --lib "$SOFTPREEMPT_LIB" --vendor-lib "$NV" \
   --runtime /usr/local/cuda/targets/x86_64-linux/lib/libOpenCL.so.1 --device-type GPU \
   --bare-platform 'NVIDIA CUDA' --duration "${DURATION:-10}" --json "$R/opencv-pair.json" 2>&1 | grep -v WARN | tail -8

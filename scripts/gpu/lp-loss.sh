@@ -9,9 +9,8 @@ set -u
 cd "$(dirname "$0")/../.."
 . scripts/gpu-env.sh
 R=$(mktemp -d)/lploss; mkdir -p "$R"
-for row in "compute|" "gemm|--lp-kernel gemm" "mandel|--lp-kernel mandel" "memory|--lp-kernel memory"; do
+while IFS= read -r row <&3; do
   name=${row%%|*} flags=${row#*|}
-  case " ${ROWS:-compute mandel} " in *" $name "*) ;; *) continue ;; esac
   common="$flags --lp-ms 50 --hp-us 450 --hp-burst 1 --gap-ms 20 --duration ${DURATION:-3}"
   # shellcheck disable=SC2086
   timeout 150 carry/bin/preempt $common --modes hp-alone,corun-bare,corun-sp,lp-bare \
@@ -30,5 +29,5 @@ for row in "compute|" "gemm|--lp-kernel gemm" "mandel|--lp-kernel mandel" "memor
     echo "-- variant $vn: $vf"; grep -A1 "^mode" "$R/$name-$vn.txt" | tail -1 | cut -c1-150
     python3 scripts/lp-gaps.py "$R/$name-$vn-trace" --from 0.5
   done
-done
+done 3< <(matrix_rows "${ROWS:-compute mandel}")
 tar czf "$OUT/lploss.tgz" -C "$(dirname "$R")" lploss

@@ -1,5 +1,5 @@
 # What a persistent entry costs a kernel on a GPU, bare NVIDIA (no layer): the preemption
-# benchmark's Mandelbrot and compute kernels (scripts/gpu/entry-cost/*.cl) against their
+# benchmark's Mandelbrot and compute kernels (benches/preempt.rs) against their
 # entries, with P = m x compute units persistent groups and c groups a ticket; medians of 7,
 # interleaved. Here: `bash scripts/gpu/entry-cost/pack.sh` (writes carry/probe/); on the GPU
 # machine, with pyopencl's wheels unpacked on PYTHONPATH (scripts/gpu/pyopencl-run.sh
@@ -43,10 +43,10 @@ def run(name, src_plain, src_entry, gl, lo, args):
     base = np.median(res["plain NULL"])
     for label, _ in variants:
         m = np.median(res[label]); print(f"{name}: {label:24s} {m*1e3:8.3f} ms {m/base:.4f}")
-MANDEL = open("scripts/gpu/entry-cost/mandel.cl").read()
+MANDEL = open("carry/probe/mandel.cl").read()
 out = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 << 24)
 run("mandel", MANDEL, "carry/probe/mandel_entry.cl", (8192, 8192), (256, 1),
     [out, np.uint32(int(sys.argv[1]) if len(sys.argv) > 1 else 800), np.uint32((1 << 24) - 1), np.uint32(8192)])
-SPIN = open("scripts/gpu/entry-cost/spin.cl").read()
+SPIN = open("carry/probe/spin.cl").read()
 run("spin", SPIN, "carry/probe/spin_entry.cl", (256 * 1056 * 4000,), (256,),
     [out, np.uint32(700), np.uint32((1 << 24) - 1)])
