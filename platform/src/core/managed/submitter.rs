@@ -896,9 +896,12 @@ impl Submitter {
         // Short groups take their tickets in chunks (see `yielding::chunk`); a yield then
         // waits for the chunk in progress. Fixed for the whole application launch: the
         // next launch's base assumes one chunk size from this base on.
-        let chunk = super::yielding::chunk(model(&l.key).fit().map(|_| wave));
-        let need = wave
+        let run_wave = super::yielding::run_wave(l.key);
+        let chunk = super::yielding::chunk(run_wave.or(model(&l.key).fit().map(|_| wave)));
+        let need = run_wave
+            .unwrap_or(wave)
             .saturating_mul(u64::from(chunk))
+            .max(wave)
             .saturating_add(super::yielding::SIGNAL_NS);
         // A CPU device has no hand-over of its own: the low launch's threads share the
         // cores with the higher priority's until the launch ends, however long its
@@ -1036,9 +1039,7 @@ impl Submitter {
                     let waves = softpreempt_sched::waves(y.total, y.persistent);
                     // The entry's first run may be cold (PoCL: 257 ms, then 16 ms).
                     observe(&l.models, l.key, (waves as f64, took), y.new_variant, true);
-                    if l.gpu {
-                        yielding::observed_run_wave(l.key, took / waves.max(1));
-                    }
+                    yielding::observed_run_wave(l.key, took / waves.max(1));
                 }
                 // Every run but the last ended in a yield.
                 crate::trace::profile::launch(
