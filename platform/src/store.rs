@@ -41,10 +41,7 @@ const MAGIC: &str = "softpreempt-program-store";
 /// instead (the yielding facts and the application's source): an entry of an older build
 /// still tells how to slice its kernels, where a bump would throw that away too, and
 /// nothing it lacks can be rebuilt without the application building from source again.
-/// Version 2: a rewritten kernel's hidden argument became a pointer (`transform::rewrite`),
-/// so a version-1 recipe (or rewritten binary) would build kernels the layer would now
-/// set the wrong argument on.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 1;
 /// Entries larger than this are not read (a program's sources are far smaller).
 const MAX_ENTRY_BYTES: u64 = 16 << 20;
 /// Nor are rewritten binaries (or built persistent entries) larger than this.

@@ -1,9 +1,7 @@
 //! The kernel source rewrite, run for real: each kernel is built by the vendor (PoCL by
 //! default, straight through the ocl-icd loader, without SoftPreempt), launched whole from
 //! the original source, and launched in slices from the rewritten source with the hidden
-//! geometry argument (a buffer of the whole launch's geometry), and whole with it NULL (the
-//! native geometry, as every launch the layer sends whole). The outputs must match bit for
-//! bit. Each kernel reads the geometry,
+//! geometry argument. The outputs must match bit for bit. Each kernel reads the geometry,
 //! so the original source launched in the same slices must give other results: that shows
 //! the comparison can fail. Rewrites of noisy variants of these sources must build, and a
 //! build error must be reported on the same line for the rewrite as for the original.
@@ -86,21 +84,12 @@ fn slices(c: &Case) -> Vec<([usize; 3], [usize; 3])> {
     out
 }
 
-/// How the hidden geometry argument is set.
-#[derive(Clone, Copy)]
-enum Geometry {
-    /// A buffer of the case's whole launch geometry, at this argument index.
-    Whole(u32),
-    /// NULL, at this index: the kernel reads the real builtins.
-    Native(u32),
-}
-
-/// Runs `kernel` of `program` as the given launches (with the hidden geometry argument
-/// set as `hidden` says, if any) and returns the content of every `Out` buffer.
+/// Runs `kernel` of `program` as the given launches (with the hidden geometry argument at
+/// `hidden`, if any) and returns the content of every `Out` buffer.
 fn run(
     c: &Case,
     program: cl_program,
-    hidden: Option<Geometry>,
+    hidden: Option<u32>,
     launches: &[([usize; 3], [usize; 3])],
 ) -> Vec<Vec<u8>> {
     let cl = Cl::get();
@@ -148,39 +137,13 @@ fn run(
             "clSetKernelArg",
         );
     }
-    let mut geometry_mem = None;
-    match hidden {
-        Some(Geometry::Whole(index)) => {
-            let (value, size) = geometry_arg(c.work_dim, c.offset, c.global, c.local);
-            // SAFETY: a host pointer to `size` bytes, copied at creation.
-            let mem = unsafe {
-                clCreateBuffer(
-                    cl.context,
-                    CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                    size,
-                    value.as_ptr() as *mut c_void,
-                    &mut err,
-                )
-            };
-            ok(err, "clCreateBuffer (geometry)");
-            geometry_mem = Some(mem);
-            let value = bytes(&[mem]);
-            // SAFETY: `value` holds one cl_mem.
-            ok(
-                unsafe {
-                    clSetKernelArg(kernel, index, value.len(), value.as_ptr() as *const c_void)
-                },
-                "clSetKernelArg (geometry)",
-            );
-        }
-        Some(Geometry::Native(index)) => {
-            // SAFETY: a NULL buffer argument, which the spec allows.
-            ok(
-                unsafe { clSetKernelArg(kernel, index, std::mem::size_of::<cl_mem>(), null()) },
-                "clSetKernelArg (native geometry)",
-            );
-        }
-        None => {}
+    if let Some(index) = hidden {
+        let (value, size) = geometry_arg(c.work_dim, c.offset, c.global, c.local);
+        // SAFETY: `value` holds `size` bytes.
+        ok(
+            unsafe { clSetKernelArg(kernel, index, size, value.as_ptr() as *const c_void) },
+            "clSetKernelArg (geometry)",
+        );
     }
     for (off, glob) in launches {
         // SAFETY: three-element arrays, whatever the dimension count.
@@ -221,10 +184,6 @@ fn run(
             results.push(buf);
         }
         // SAFETY: our buffer, no longer used (the read above was blocking).
-        unsafe { clReleaseMemObject(mem) };
-    }
-    if let Some(mem) = geometry_mem {
-        // SAFETY: our buffer; the blocking reads above ended every launch using it.
         unsafe { clReleaseMemObject(mem) };
     }
     // SAFETY: our kernel, no longer used.
@@ -289,26 +248,13 @@ fn check(c: &Case) {
         "{}: slicing the original changes nothing, so this case proves nothing",
         c.name
     );
-    let sliced = run(c, new, hidden.map(Geometry::Whole), &cuts);
+    let sliced = run(c, new, hidden, &cuts);
     same(c, "sliced rewritten kernel", &sliced, &whole);
-    // The rewritten kernel launched whole gives the same results too (no contention),
-    // with the whole geometry and with the native one (NULL: how the layer sends a launch
-    // whole).
+    // The rewritten kernel launched whole gives the same results too (no contention).
     same(
         c,
         "whole rewritten kernel",
-        &run(c, new, hidden.map(Geometry::Whole), &[(c.offset, c.global)]),
-        &whole,
-    );
-    same(
-        c,
-        "whole rewritten kernel, native geometry",
-        &run(
-            c,
-            new,
-            hidden.map(Geometry::Native),
-            &[(c.offset, c.global)],
-        ),
+        &run(c, new, hidden, &[(c.offset, c.global)]),
         &whole,
     );
     // SAFETY: our programs, no longer used.
@@ -477,7 +423,7 @@ fn dimensions_past_the_third_follow_the_spec() {
     };
     let rewritten = rewrite(&analyse_with_options(c.source, &[], "")).expect("rewrite");
     let program = cl.build(&rewritten.source, &[], "").expect("build");
-    let out = run(&c, program, Some(Geometry::Whole(3)), &slices(&c));
+    let out = run(&c, program, Some(3), &slices(&c));
     let words: Vec<u64> = out[0]
         .chunks(8)
         .map(|b| u64::from_ne_bytes(b.try_into().unwrap()))

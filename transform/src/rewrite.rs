@@ -8,21 +8,11 @@
 //! used (which is always inside a function that has `__sp_geom`: using the macro makes the
 //! function read the geometry).
 //!
-//! A kernel gets the geometry through a pointer instead: its hidden parameter is
-//! `const __global ulong16* __sp_gp`, and its body starts (on its first line) by reading it
-//! into `__sp_geom`, an all-zero vector when the pointer is NULL ([`NATIVE_GEOMETRY`]:
-//! the builtins answer). Why a pointer: a launch that reaches the vendor whole, nearly all
-//! of them, then passes a NULL buffer (the spec allows it for a buffer argument), which a
-//! vendor copies nowhere. A by-value argument is copied by the vendor at every launch:
-//! PoCL 3.1 gives each set by-value argument an allocation aligned to its size
-//! (`pocl_kernel_copy_args`), and a 128-byte one goes through glibc's slow `memalign` path,
-//! about 680 instructions per launch more than the application's kernel (a NULL pointer: 13;
-//! `docs/benchmarks.md`, session 31). A sliced launch sets a 128-byte read-only buffer
-//! ([`geometry_arg`] holds its contents), one per launch, which costs far less than the
-//! slices. Inside the program the geometry stays a by-value `ulong16`: it needs no type
-//! declaration whose layout host and device must agree on (a struct), and vectors by value
-//! are core OpenCL 1.0. `ulong` keeps sizes and offsets whole on 64-bit devices (it needs
-//! 64-bit integers, which every full-profile device has).
+//! Why a by-value `ulong16`: it needs no buffer (a `__global` pointer would need a
+//! `cl_mem` per launch) and no type declaration whose layout host and device must agree on
+//! (a struct); vector arguments by value are core OpenCL 1.0, so PoCL and NVIDIA take it
+//! with a plain 128-byte `clSetKernelArg`. `ulong` keeps sizes and offsets whole on 64-bit
+//! devices (it needs 64-bit integers, which every full-profile device has).
 //!
 //! Line numbers: no edit adds or removes a line. The replacement functions are declared
 //! by prototypes inserted, on the same line, just before each function that needs them,
@@ -57,14 +47,9 @@ pub struct Rewritten {
     pub helpers: Vec<String>,
 }
 
-/// The name of the geometry parameter of functions, and its declaration.
+/// The name of the hidden parameter, and its declaration.
 const PARAM: &str = "__sp_geom";
 const PARAM_DECL: &str = "ulong16 __sp_geom";
-/// A kernel's hidden parameter (see the module's documentation), and what its body starts
-/// with: `(ulong16)(0ul)` is [`NATIVE_GEOMETRY`].
-const KERNEL_PARAM: &str = "__sp_gp";
-const KERNEL_PARAM_DECL: &str = "const __global ulong16* __sp_gp";
-const KERNEL_PROLOGUE: &str = "ulong16 __sp_geom = __sp_gp ? *__sp_gp : (ulong16)(0ul); ";
 
 /// See [`Rewriter::prototypes`]. The first pragma keeps compilers whose clang has no
 /// `-Wpsabi` group (NVIDIA's) from warning about the second; it also mutes unknown-group
@@ -73,8 +58,7 @@ pub(crate) const PSABI: &str =
     "_Pragma(\"clang diagnostic ignored \\\"-Wunknown-warning-option\\\"\") \
                      _Pragma(\"clang diagnostic ignored \\\"-Wpsabi\\\"\") ";
 
-/// Bytes of the geometry (a `ulong16`): the contents of a sliced launch's geometry buffer,
-/// and the yielding entries' by-value argument.
+/// Bytes of the hidden argument's value.
 pub const GEOMETRY_ARG_SIZE: usize = 128;
 
 /// For each builtin a rewrite may replace (the bit order of
@@ -108,15 +92,14 @@ size_t __sp_group_id_H(ulong16 g, uint d) { if (g.s9 == 0ul) return get_group_id
 size_t __sp_global_linear_id_H(ulong16 g) { return (size_t)((((ulong)get_global_id(2) - (ulong)__sp_global_offset_H(g, 2u)) * (ulong)__sp_global_size_H(g, 1u) + ((ulong)get_global_id(1) - (ulong)__sp_global_offset_H(g, 1u))) * (ulong)__sp_global_size_H(g, 0u) + ((ulong)get_global_id(0) - (ulong)__sp_global_offset_H(g, 0u))); }
 ";
 
-/// The geometry of a launch that reaches the vendor whole (not sliced): the rewritten
-/// builtins then defer to the real ones. A kernel reads it when its hidden argument is a
-/// NULL buffer, which is how such a launch passes it.
+/// The hidden argument's value for a launch that reaches the vendor whole (not sliced):
+/// the rewritten builtins then defer to the real ones.
 pub const NATIVE_GEOMETRY: [u8; GEOMETRY_ARG_SIZE] = [0; GEOMETRY_ARG_SIZE];
 
-/// The geometry of a launch of `work_dim` dimensions with this global offset and size and
-/// the local size passed to every slice (what the vendor runs with: a caller that slices
-/// a launch with a NULL local size must pin one first): the contents of the buffer a
-/// sliced launch passes as the kernel's hidden argument. Returns the bytes and their size.
+/// The hidden argument's value for a launch of `work_dim` dimensions with this global
+/// offset and size and the local size passed to every slice (what the vendor runs with:
+/// a caller that slices a launch with a NULL local size must pin one first). Returns the
+/// bytes for `clSetKernelArg` and their size.
 pub fn geometry_arg(
     work_dim: u32,
     offset: [usize; 3],
@@ -167,7 +150,7 @@ pub(super) fn rewrite_unguarded(analysis: &Analysis) -> Option<Rewritten> {
     if !model.funcs.values().any(|f| f.geometry & SLICING != 0) {
         return Some(unchanged(&model.unit));
     }
-    let (r, edits) = plan(model, SLICING, "", true)?;
+    let (r, edits) = plan(model, SLICING, "")?;
     let kernels = r.kernel_indices()?;
     let mut out = r.finish(
         edits,
@@ -189,14 +172,7 @@ pub(super) fn rewrite_unguarded(analysis: &Analysis) -> Option<Rewritten> {
 /// builtins of `mask` (a set of bits of [`super::builtins::YIELDING`]) and replace those
 /// builtins; `tag` goes into the replacements' names. `None` when the program uses a
 /// builtin or such a function in a way the rewrite cannot follow.
-/// `kernel_pointer`: kernels take the geometry through a pointer (the slicing rewrite, whose
-/// kernels the application launches); otherwise by value, as every other function.
-pub(crate) fn plan<'a>(
-    model: &'a Model,
-    mask: u8,
-    tag: &str,
-    kernel_pointer: bool,
-) -> Option<(Rewriter<'a>, Vec<Edit>)> {
+pub(crate) fn plan<'a>(model: &'a Model, mask: u8, tag: &str) -> Option<(Rewriter<'a>, Vec<Edit>)> {
     let unit = &model.unit;
     let reserved = |t: &super::lex::Tok| {
         t.kind == Kind::Ident
@@ -215,27 +191,19 @@ pub(crate) fn plan<'a>(
         unit,
         mask,
         suffix: format!("{tag}{}", suffix(unit)),
-        kernel_pointer,
     };
     let mut edits = Vec::new();
     for f in &model.parsed.funcs {
         if r.affected(&f.name) {
-            let pointer = r.by_pointer(&f.name);
-            edits.push(r.param_edit(f, pointer)?);
+            edits.push(r.param_edit(f)?);
             edits.push(r.insert_at(unit.code[f.header.start], &r.prototypes()));
-            if let (true, Some(body)) = (pointer, &f.body) {
-                // Before the body's first token (its closing brace if it is empty), on the
-                // same line: a declaration before any statement.
-                edits.push(r.insert_at(unit.code[body.start], KERNEL_PROLOGUE));
-            }
         }
         r.check_outside(
             &unit.code[f.header.clone()],
             Some(f.name_at - f.header.start),
         )?;
         if let Some(body) = &f.body {
-            let caller = r.by_pointer(&f.name).then_some(KERNEL_PARAM);
-            r.body_edits(&unit.code[body.clone()], &[], caller, &mut edits)?;
+            r.body_edits(&unit.code[body.clone()], &[], &mut edits)?;
         }
     }
     for span in &model.parsed.other {
@@ -243,7 +211,7 @@ pub(crate) fn plan<'a>(
     }
     for m in &unit.macros {
         let mut mine = Vec::new();
-        r.body_edits(&m.body, m.params.as_deref().unwrap_or(&[]), None, &mut mine)?;
+        r.body_edits(&m.body, m.params.as_deref().unwrap_or(&[]), &mut mine)?;
         if m.file != unit.options_file() {
             edits.append(&mut mine);
         } else if !mine.is_empty() && r.used(&m.name) {
@@ -260,8 +228,6 @@ pub(crate) struct Rewriter<'a> {
     mask: u8,
     /// Makes the replacements' names unique to this program.
     pub suffix: String,
-    /// Kernels take the geometry through a pointer (see [`plan`]).
-    kernel_pointer: bool,
 }
 
 /// A hash (FNV-1a) of the program's files, as 16 hex digits.
@@ -299,12 +265,6 @@ impl Rewriter<'_> {
             .funcs
             .get(name)
             .is_some_and(|f| f.geometry & self.mask != 0)
-    }
-
-    /// Whether function `name` takes the geometry through a pointer: a kernel, in the
-    /// slicing rewrite.
-    fn by_pointer(&self, name: &str) -> bool {
-        self.kernel_pointer && self.model.kernels.iter().any(|k| k.name == name)
     }
 
     /// Whether the code or a macro mentions `name`.
@@ -362,18 +322,12 @@ impl Rewriter<'_> {
         }
     }
 
-    /// Adds the hidden parameter to a declaration's parameter list (`pointer`: a kernel's,
-    /// [`KERNEL_PARAM_DECL`]).
-    fn param_edit(&self, f: &Func, pointer: bool) -> Option<Edit> {
+    /// Adds the hidden parameter to a declaration's parameter list.
+    fn param_edit(&self, f: &Func) -> Option<Edit> {
         let code = &self.unit.code;
         let inner = &code[f.open + 1..f.close];
-        let decl = if pointer {
-            KERNEL_PARAM_DECL
-        } else {
-            PARAM_DECL
-        };
         Some(match inner {
-            [] => self.insert_at(code[f.close], decl),
+            [] => self.insert_at(code[f.close], PARAM_DECL),
             [v] if self.unit.text(*v) == "void" => {
                 let t = self.unit.tok(*v);
                 if t.spliced {
@@ -383,22 +337,19 @@ impl Rewriter<'_> {
                     file: v.file,
                     start: t.start,
                     end: t.end,
-                    text: decl.to_string(),
+                    text: PARAM_DECL.to_string(),
                 }
             }
-            [..] => self.insert_at(code[f.close], &format!(", {decl}")),
+            [..] => self.insert_at(code[f.close], &format!(", {PARAM_DECL}")),
         })
     }
 
     /// Edits for a function body or a macro body (`params` are the macro's parameters,
-    /// which stand for the arguments and are never edited). `pointer`: the name of the
-    /// function's geometry pointer, for a kernel that takes one ([`KERNEL_PARAM`]), which
-    /// it passes on to a kernel it calls.
+    /// which stand for the arguments and are never edited).
     pub fn body_edits(
         &self,
         toks: &[TokRef],
         params: &[String],
-        pointer: Option<&str>,
         edits: &mut Vec<Edit>,
     ) -> Option<()> {
         for m in mentions(self.unit, toks) {
@@ -434,22 +385,15 @@ impl Rewriter<'_> {
                 });
             } else if self.affected(m.name) {
                 // Every mention must be a call whose argument list is in the same token
-                // list, so the geometry can be passed on. A kernel that takes it through a
-                // pointer can only be called from another such kernel (in a function or
-                // a macro there is only the by-value geometry), which passes its pointer.
-                let param = match (self.by_pointer(m.name), pointer) {
-                    (false, _) => PARAM,
-                    (true, Some(p)) => p,
-                    (true, None) => return None,
-                };
+                // list, so the geometry can be passed on.
                 if toks.get(m.at + 1).map(|&r| self.unit.text(r)) != Some("(") {
                     return None;
                 }
                 let close = matching(self.unit, toks, m.at + 1)?;
                 let text = if close == m.at + 2 {
-                    param.to_string()
+                    PARAM.to_string()
                 } else {
-                    format!(", {param}")
+                    format!(", {PARAM}")
                 };
                 edits.push(self.insert_at(toks[close], &text));
             }

@@ -342,13 +342,8 @@ fn norm(r: &Rewritten, text: &str) -> String {
     let at = defs.find("__sp_global_offset_").expect("definition") + "__sp_global_offset_".len();
     let suffix = &defs[at..at + 16];
     let app = text.split("\n\n/* SoftPreempt").next().unwrap_or(text);
-    app.replace(suffix, "H")
-        .replace(P, "<P>")
-        .replace(GEOM, "<G>")
+    app.replace(suffix, "H").replace(P, "<P>")
 }
-
-/// What a rewritten kernel's body starts with: reading its geometry from the pointer.
-const GEOM: &str = "ulong16 __sp_geom = __sp_gp ? *__sp_gp : (ulong16)(0ul); ";
 
 /// The rewritten main source, without the definitions after the application's last line.
 fn body(r: &Rewritten) -> &str {
@@ -380,7 +375,7 @@ kernel void plain(global ulong* o) { o[0] = pure(1.0f); }
 <P>size_t mid(ulong16 __sp_geom) { return leaf(0, __sp_geom); }
 <P>size_t mid2(ulong16 __sp_geom) { return CALL_MID() + __sp_num_groups_H(__sp_geom, 0); }
 float pure(float x) { return x; }
-<P>kernel void k(global ulong* o, float f, const __global ulong16* __sp_gp) { <G>o[0] = mid2(__sp_geom) + pure(f) + __sp_global_offset_H(__sp_geom, 0) + __sp_global_linear_id_H(__sp_geom); }
+<P>kernel void k(global ulong* o, float f, ulong16 __sp_geom) { o[0] = mid2(__sp_geom) + pure(f) + __sp_global_offset_H(__sp_geom, 0) + __sp_global_linear_id_H(__sp_geom); }
 kernel void plain(global ulong* o) { o[0] = pure(1.0f); }
 "
     );
@@ -394,7 +389,7 @@ fn rewrite_keeps_line_numbers() {
     let r = rewrite(&an(src)).unwrap();
     assert_eq!(
         norm(&r, &r.source),
-        "/* a */\n#define X \\\n  __sp_global_size_H(__sp_geom, 0)\n\n<P>kernel void k(global int* o,\n  int n, const __global ulong16* __sp_gp)\n{\n  <G>o[0] = X +\n    __sp_group_id_H(__sp_geom, 0);\n}\n"
+        "/* a */\n#define X \\\n  __sp_global_size_H(__sp_geom, 0)\n\n<P>kernel void k(global int* o,\n  int n, ulong16 __sp_geom)\n{\n  o[0] = X +\n    __sp_group_id_H(__sp_geom, 0);\n}\n"
     );
     assert_eq!(r.kernels, [("k".to_string(), 2)]);
 }
@@ -405,25 +400,9 @@ fn rewrite_prototypes_and_void_lists() {
     let r = rewrite(&an(src)).unwrap();
     assert_eq!(
         norm(&r, &r.source),
-        "<P>size_t h(ulong16 __sp_geom);\n<P>kernel void k(const __global ulong16* __sp_gp);\n<P>kernel void k(const __global ulong16* __sp_gp) { <G>h(__sp_geom); }\n<P>size_t h(ulong16 __sp_geom) { return __sp_global_size_H(__sp_geom, 0); }\n"
+        "<P>size_t h(ulong16 __sp_geom);\n<P>kernel void k(ulong16 __sp_geom);\n<P>kernel void k(ulong16 __sp_geom) { h(__sp_geom); }\n<P>size_t h(ulong16 __sp_geom) { return __sp_global_size_H(__sp_geom, 0); }\n"
     );
     assert_eq!(r.kernels, [("k".to_string(), 0)]);
-}
-
-/// A kernel takes the geometry through a pointer: a kernel that calls it passes its own
-/// pointer on, and a call from a function (which has only the by-value geometry) keeps the
-/// program from being rewritten.
-#[test]
-fn rewrite_passes_the_pointer_to_a_called_kernel() {
-    let src = "kernel void in(global int* o) { o[0] = get_group_id(0); }\nkernel void out(global int* o) { in(o); }\n";
-    let r = rewrite(&an(src)).unwrap();
-    assert!(
-        norm(&r, &r.source).contains("{ <G>in(o, __sp_gp); }"),
-        "{}",
-        r.source
-    );
-    let from_helper = "kernel void in(global int* o) { o[0] = get_group_id(0); }\nvoid h(global int* o) { in(o); }\nkernel void out(global int* o) { h(o); }\n";
-    assert_eq!(rewrite(&an(from_helper)), None);
 }
 
 #[test]

@@ -168,7 +168,7 @@ pub(super) fn yielding_unguarded(
     let Some(model) = analysis.model.as_ref() else {
         return Err(all("program source not analysed".into()));
     };
-    let Some((r, edits)) = plan(model, YIELDING, "y", false) else {
+    let Some((r, edits)) = plan(model, YIELDING, "y") else {
         return Err(all(
             "the program uses a geometry builtin, or a function that reads one, in a way \
              the rewrite cannot follow"

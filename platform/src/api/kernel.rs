@@ -111,18 +111,17 @@ fn new_kernel(
 }
 
 /// Gives a rewritten kernel's hidden argument the value that makes it read the real
-/// builtins, a NULL buffer: every launch that reaches the vendor whole is then right as it
-/// is, and gives the vendor no argument value to copy (`transform::rewrite`).
+/// builtins: every launch that reaches the vendor whole is then right as it is.
 fn set_native_geometry(inner: &Inner<cl_kernel>, index: cl_uint) {
+    use softpreempt_transform::{GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
     let rc = match inner.vt.clSetKernelArg {
-        // SAFETY: the vendor's kernel; its hidden argument is a `__global` pointer, which
-        // the spec lets a NULL `arg_value` set to NULL.
+        // SAFETY: the vendor's kernel; a by-value argument of the size of its ulong16.
         Some(f) => unsafe {
             f(
                 inner.h,
                 index,
-                std::mem::size_of::<cl_mem>(),
-                std::ptr::null(),
+                GEOMETRY_ARG_SIZE,
+                NATIVE_GEOMETRY.as_ptr() as *const c_void,
             )
         },
         None => CL_INVALID_OPERATION,
@@ -242,21 +241,15 @@ pub fn create_kernel(program: cl_program, kernel_name: *const c_char) -> CLResul
 pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
     let k = check(source_kernel)?.get();
     let h = vcreate!(k.inner.vt, clCloneKernel(k.inner.h))?;
-    let inner = k.inner.child(h);
-    // PoCL's clone does not copy a NULL buffer argument (its launch would crash), so the
-    // hidden geometry argument gets its native NULL again; the application's NULL buffers
-    // are re-applied at each launch's snapshot (`null_mems`).
-    if let Some(i) = k.hidden() {
-        set_native_geometry(&inner, i);
-    }
     // The vendor copies the argument values (inner handles), so the clone holds the same
     // wrapped objects.
     let args = k.args.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(new_obj(Kernel {
-        inner,
+        inner: k.inner.child(h),
         program: k.program.clone(),
         args: Mutex::new(args),
         args_set: k.args_set.copy(),
+        // The vendor copies the hidden argument's native value too.
         null_mems: k.null_mems.copy(),
         exec: k.exec.clone(),
         class: k.class.clone(),

@@ -239,9 +239,9 @@ impl Kernel {
     }
 
     /// The index of the hidden geometry argument of a kernel from rewritten code (one past
-    /// the application's last argument; see `core::rewritten`). The vendor kernel holds a
-    /// NULL buffer there (the kernel then reads `NATIVE_GEOMETRY`), so direct launches need
-    /// nothing; a sliced launch's snapshot gets a buffer of the whole launch's geometry.
+    /// the application's last argument; see `core::rewritten`). The vendor kernel holds
+    /// `NATIVE_GEOMETRY` there, so direct launches need nothing; a sliced launch's
+    /// snapshot gets the whole launch's geometry.
     pub fn hidden(&self) -> Option<cl_uint> {
         self.class.hidden
     }

@@ -158,12 +158,10 @@ pub fn snapshot(k: &Kernel) -> Option<Retained> {
         return None;
     }
     let clone = Retained::new(h, None, k.inner.vt.clReleaseKernel);
-    // The hidden geometry argument of a rewritten kernel is a NULL buffer too (the native
-    // geometry; `build` sets a buffer instead on a launch that may be sliced).
-    for i in k.null_mems.ones().chain(k.hidden()) {
+    for i in k.null_mems.ones() {
         let set = k.inner.vt.clSetKernelArg?;
         // SAFETY: the clone's argument `i`, set to a NULL memory object as the
-        // application (or, for the hidden argument, the layer) set it on the original.
+        // application set it on the original.
         let rc = unsafe { set(h, i, std::mem::size_of::<cl_mem>(), std::ptr::null()) };
         if rc != CL_SUCCESS {
             return None;
@@ -173,55 +171,22 @@ pub fn snapshot(k: &Kernel) -> Option<Retained> {
 }
 
 /// Sets the whole launch's geometry as a rewritten kernel's hidden argument on the
-/// launch's snapshot, for slices to read: a read-only buffer holding it
-/// (`transform::rewrite`: a kernel reads the geometry through a pointer, so that the
-/// launches sent whole pass a NULL one, which the vendor copies nowhere). The launch holds
-/// the buffer ([`Launch::geometry`]); the vendor keeps it for the slices it was given. The
-/// local size is the application's; with a NULL one the kernel is sliceable only if it
-/// does not depend on the work-group size, so it never reads the local-size fields.
-/// `None`: the vendor refused, and the snapshot keeps the NULL (native) geometry.
-fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) -> Option<Retained> {
-    let (mut bytes, size) = softpreempt_transform::geometry_arg(
+/// launch's snapshot, for slices to read. The local size is the application's; with a
+/// NULL one the kernel is sliceable only if it does not depend on the work-group size, so
+/// it never reads the local-size fields.
+fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) -> bool {
+    let (bytes, size) = softpreempt_transform::geometry_arg(
         geo.work_dim,
         geo.offset.unwrap_or([0; 3]),
         geo.global,
         geo.local.unwrap_or([0; 3]),
     );
-    let vt = k.inner.vt;
-    let ctx: cl_context = fetch_scalar(|s, v, r| match vt.clGetKernelInfo {
-        // SAFETY: the vendor's query on the launch's own clone, into a cl_context.
-        Some(f) => unsafe { f(clone.handle(), CL_KERNEL_CONTEXT, s, v, r) },
+    let rc = match k.inner.vt.clSetKernelArg {
+        // SAFETY: the launch's own kernel clone; a by-value argument of `size` bytes.
+        Some(f) => unsafe { f(clone.handle(), index, size, bytes.as_ptr() as *const c_void) },
         None => CL_INVALID_OPERATION,
-    })
-    .ok()?;
-    let create = vt.clCreateBuffer?;
-    let mut err = CL_SUCCESS;
-    // SAFETY: the kernel's own context; the buffer copies `size` bytes of `bytes`.
-    let mem = unsafe {
-        create(
-            ctx,
-            CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-            size,
-            bytes.as_mut_ptr() as *mut c_void,
-            &mut err,
-        )
     };
-    if err != CL_SUCCESS || mem.is_null() {
-        return None;
-    }
-    // Our only reference: released when the launch is gone.
-    let held = Retained::new(mem, None, vt.clReleaseMemObject);
-    let set = vt.clSetKernelArg?;
-    // SAFETY: the launch's own kernel clone; a buffer argument, read from `mem`.
-    let rc = unsafe {
-        set(
-            clone.handle(),
-            index,
-            std::mem::size_of::<cl_mem>(),
-            &mem as *const cl_mem as *const c_void,
-        )
-    };
-    (rc == CL_SUCCESS).then_some(held)
+    rc == CL_SUCCESS
 }
 
 /// Whether `device` is a GPU (cached per device).
@@ -486,12 +451,10 @@ pub fn build(
 ) -> Launch {
     let (unit, unit_is_local) = unit_of(k, device, &geo);
     let mut sliceable = may_slice(k, &geo, in_order);
-    let mut geometry = None;
-    if let (Some(i), true) = (k.hidden(), sliceable) {
+    if let Some(i) = k.hidden() {
         // Cut or not, the launch reaches the vendor with the geometry it now gets; if it
         // cannot be set, the snapshot keeps the native value and the launch stays whole.
-        geometry = set_geometry(&clone, k, i, &geo);
-        sliceable = geometry.is_some();
+        sliceable = sliceable && set_geometry(&clone, k, i, &geo);
     }
     let group: usize = unit.iter().product();
     let (wave_wgs, gpu) = wave_work_groups(device, group);
@@ -510,6 +473,5 @@ pub fn build(
         models: k.class.models.clone(),
         name: k.name().clone(),
         yielding,
-        geometry,
     }
 }

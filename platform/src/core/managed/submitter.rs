@@ -88,9 +88,6 @@ pub struct Launch {
     pub yielding: Option<super::yielding::YieldLaunch>,
     /// The device is a GPU: its driver time-slices between contexts by itself.
     pub gpu: bool,
-    /// The buffer of the whole launch's geometry that the snapshot's hidden argument
-    /// points to, for a sliceable launch of a rewritten kernel (`launch::set_geometry`).
-    pub geometry: Option<Retained>,
 }
 
 /// How soon a GPU driver hands the device to another process's context by itself
