@@ -24,4 +24,5 @@ pub mod refcount;
 pub mod rewritten;
 pub mod sliceable;
 pub mod vendor;
+pub mod vendor_cache;
 pub mod yield_program;
