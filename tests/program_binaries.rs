@@ -63,29 +63,9 @@ const OPTIONS: &str = "-DBIAS=3u -cl-kernel-arg-info";
 const GLOBAL: usize = 1 << 20;
 const LOCAL: usize = 64;
 
-/// PoCL's kernel cache setting (`POCL_KERNEL_CACHE`, read once at its start).
-const POCL_KERNEL_CACHE: &str = "POCL_KERNEL_CACHE";
-
 fn setup() -> (&'static Path, std::sync::MutexGuard<'static, ()>) {
     let dir = mc::init(SCHED);
     (dir, mc::serial())
-}
-
-/// What a test run again in a child prints when it passed.
-const CHILD_OK: &str = "child without PoCL's cache ok";
-
-/// With PoCL's kernel cache on, the store keeps no rewritten binary (a later compile of
-/// the recipe is a cache hit; `core::vendor_cache`). The tests of the binaries the store
-/// keeps where the vendor keeps none run again in a child with PoCL's cache off (PoCL
-/// reads the setting once; the other tests keep it on, since PoCL's binaries are
-/// byte-identical to the bare platform's only from its cache). True when the caller is
-/// the parent, whose child ran it.
-fn in_child_without_pocl_cache(name: &str) -> bool {
-    if std::env::var_os(POCL_KERNEL_CACHE).is_some_and(|v| v == "0") {
-        return false;
-    }
-    mc::run_child(name, (POCL_KERNEL_CACHE, "0".as_ref()), CHILD_OK);
-    true
 }
 
 fn source_program(env: &Env, src: &str) -> cl_program {
@@ -353,11 +333,6 @@ const BINARIES_DIR: &str = "SP_TEST_BINARIES_DIR";
 /// second loads them.
 #[test]
 fn a_second_process_loads_the_binaries_as_the_bare_driver_and_slices_them() {
-    if in_child_without_pocl_cache(
-        "a_second_process_loads_the_binaries_as_the_bare_driver_and_slices_them",
-    ) {
-        return;
-    }
     let (dir, g) = setup();
     let sp = Env::sp();
     let bare = Env::new(bare_platform());
@@ -398,7 +373,6 @@ fn a_second_process_loads_the_binaries_as_the_bare_driver_and_slices_them() {
         (BINARIES_DIR, out.as_os_str()),
         "second process ok",
     );
-    println!("{CHILD_OK}");
 }
 
 /// The second process of the test above.
@@ -518,9 +492,6 @@ fn store_entries() -> Vec<PathBuf> {
 /// driver's, unsliced.
 #[test]
 fn corrupt_store_entries_are_misses() {
-    if in_child_without_pocl_cache("corrupt_store_entries_are_misses") {
-        return;
-    }
     let (dir, _g) = setup();
     let src = MULTI.replace("1000u", "1002u");
     let sp = Env::sp();
@@ -569,7 +540,6 @@ fn corrupt_store_entries_are_misses() {
     std::fs::write(&blob, &good).unwrap();
     // SAFETY: our program.
     unsafe { clReleaseProgram(p) };
-    println!("{CHILD_OK}");
 }
 
 /// What the build notification of the test below saw.
@@ -723,25 +693,6 @@ void required(global uint* o, uint k) {
 }
 "#;
 
-/// Launches `required` of the built REQUIRED program `p` once, checks its output, and
-/// releases the program.
-fn run_required(sp: &Env, p: cl_program) {
-    let k = sp.kernel(p, "required");
-    let out = sp.buffer(8 * 4);
-    mc::arg(k, 0, out);
-    mc::arg(k, 1, 5u32);
-    ok(mc::enqueue(sp.queue, k, None, &[8], Some(&[2]), &[], None));
-    let got = sp.read::<u32>(out, 8);
-    let want: Vec<u32> = (0..8).map(|i| i / 2 * 3 + i % 2 + 5).collect();
-    assert_eq!(got, want);
-    mc::release_mems(&[out]);
-    // SAFETY: our kernel and program.
-    unsafe {
-        clReleaseKernel(k);
-        clReleaseProgram(p);
-    }
-}
-
 /// The application reads a program's binaries and then launches its kernel, which has a
 /// required work-group size, as OpenCV does: the bare driver makes the binaries in that
 /// call, before the launch, and so must the layer make the rewritten program's (for the
@@ -755,54 +706,28 @@ fn run_required(sp: &Env, p: cl_program) {
 /// down to timing; the order is not: the binary must be stored when the call returns.
 #[test]
 fn binaries_asked_before_a_launch_are_made_before_it() {
-    if in_child_without_pocl_cache("binaries_asked_before_a_launch_are_made_before_it") {
-        return;
-    }
     let _g = setup();
     let sp = Env::sp();
     let p = mc::build(&sp, REQUIRED, "").unwrap();
     let before = store_files_of("bin");
     mc::binary_of(p);
     let stored_at_once = store_files_of("bin").iter().any(|b| !before.contains(b));
-    run_required(&sp, p);
+    let k = sp.kernel(p, "required");
+    let out = sp.buffer(8 * 4);
+    mc::arg(k, 0, out);
+    mc::arg(k, 1, 5u32);
+    ok(mc::enqueue(sp.queue, k, None, &[8], Some(&[2]), &[], None));
+    let got = sp.read::<u32>(out, 8);
+    let want: Vec<u32> = (0..8).map(|i| i / 2 * 3 + i % 2 + 5).collect();
+    assert_eq!(got, want);
     assert!(
         stored_at_once,
         "the rewritten binary was stored after the binaries call returned"
     );
-    println!("{CHILD_OK}");
-}
-
-/// With PoCL's kernel cache on, reading a program's binaries stores the entry but makes no
-/// rewritten binary (a later process's compile of the recipe is a hit in PoCL's cache), not
-/// even for a kernel with a required work-group size, whose binary would otherwise be made
-/// in that call; the program still runs right. Run in a child that turns the cache on
-/// whatever this process's setting (PoCL reads it once).
-#[test]
-fn pocl_with_its_kernel_cache_gets_no_rewritten_binary() {
-    mc::run_child(
-        "pocl_cache_child",
-        (POCL_KERNEL_CACHE, "1".as_ref()),
-        "pocl cache child ok",
-    );
-}
-
-/// The child of the test above.
-#[test]
-fn pocl_cache_child() {
-    if std::env::var_os(POCL_KERNEL_CACHE).is_none_or(|v| v != "1") {
-        return;
+    mc::release_mems(&[out]);
+    // SAFETY: our kernel and program.
+    unsafe {
+        clReleaseKernel(k);
+        clReleaseProgram(p);
     }
-    let _g = setup();
-    let sp = Env::sp();
-    // Another program than the other tests' (its own entry), every run.
-    let src = format!("{REQUIRED}\n// {}\n", std::process::id());
-    let p = mc::build(&sp, &src, "").unwrap();
-    let (entries, bins) = (store_entries().len(), store_files_of("bin").len());
-    mc::binary_of(p);
-    assert!(store_entries().len() > entries, "the entry is written");
-    if mc::is_pocl() {
-        assert_eq!(store_files_of("bin").len(), bins, "no rewritten binary");
-    }
-    run_required(&sp, p);
-    println!("pocl cache child ok");
 }

@@ -312,13 +312,7 @@ pub fn record(p: &Program, bare: cl_program, size: usize, value: *mut std::ffi::
             );
             continue;
         }
-        // Where the vendor keeps the rewritten build itself, a later process's compile of
-        // the recipe is a cache hit: the binary would only cost this cold run a
-        // machine-code compile of every kernel (`core::vendor_cache`).
-        if e.recipe.is_some()
-            && e.rewritten_binary.is_none()
-            && !crate::core::vendor_cache::keeps_source_builds(vt)
-        {
+        if e.recipe.is_some() && e.rewritten_binary.is_none() {
             store_rewritten_binary(p, dev, key, e);
         }
     }

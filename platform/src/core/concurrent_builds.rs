@@ -17,20 +17,15 @@ use std::sync::Mutex;
 use crate::core::cl::*;
 use crate::core::forward::{fetch_info, info_string};
 
-/// The platform name of the one vendor known to take concurrent builds: PoCL.
-const POCL: &str = "Portable Computing Language";
+/// The platform name of the one vendor known to take concurrent builds.
+const CONCURRENT_SAFE: &str = "Portable Computing Language";
 
 /// The answer for each vendor table, by its address.
 static KNOWN: Mutex<Option<HashMap<usize, bool>>> = Mutex::new(None);
 
 /// Whether the vendor of table `vt` is known to take builds of several threads at once
-/// (see the module's comment).
+/// (see the module's comment); asked of the vendor once per table.
 pub fn safe(vt: &'static cl_icd_dispatch) -> bool {
-    is_pocl(vt)
-}
-
-/// Whether the vendor of table `vt` is PoCL; asked of the vendor once per table.
-pub fn is_pocl(vt: &'static cl_icd_dispatch) -> bool {
     let key = vt as *const cl_icd_dispatch as usize;
     if let Some(&known) = KNOWN
         .lock()
@@ -53,12 +48,12 @@ pub fn is_pocl(vt: &'static cl_icd_dispatch) -> bool {
             .ok()
         })
         .map(|bytes| info_string(&bytes));
-    let pocl = name.as_deref() == Some(POCL);
-    tracing::debug!(platform = ?name, pocl, "vendor takes concurrent builds: {pocl}");
+    let safe = name.as_deref() == Some(CONCURRENT_SAFE);
+    tracing::debug!(platform = ?name, safe, "vendor takes concurrent builds: {safe}");
     KNOWN
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get_or_insert_with(HashMap::new)
-        .insert(key, pocl);
-    pocl
+        .insert(key, safe);
+    safe
 }

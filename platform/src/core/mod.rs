@@ -24,5 +24,4 @@ pub mod refcount;
 pub mod rewritten;
 pub mod sliceable;
 pub mod vendor;
-pub mod vendor_cache;
 pub mod yield_program;
