@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 24's open item on the GPU machine (after scripts/gpu/pack-yield.sh): the OpenCV pair
-# at the defaults against `yielding = "never"`, interleaved REPS times, then once each with
+# at the defaults against `yielding = "never"` (with LIB_B=X: against the library
+# carry/bin/libsoftpreempt-X.so at the defaults), interleaved REPS times, then once each with
 # Chrome traces, profiles and the LP's debug log, so the LP's loss at the defaults can be
-# traced. Results: $OUT/ocv.tgz.
+# traced (TRACED=auto: the defaults only; 0: none). Results: $OUT/ocv.tgz.
 set -u
 cd "$(dirname "$0")/../.."
 . scripts/gpu-env.sh
@@ -17,9 +18,14 @@ pair() {
 }
 for i in $(seq "${REPS:-2}"); do
   pair "auto-$i" --scenarios "${SCEN:-corun-bare,corun-sp,lp-alone,lp-alone-sp}"
-  pair "never-$i" --scenarios "${SCEN:-corun-bare,corun-sp,lp-alone,lp-alone-sp}" --sched 'yielding = "never"'
+  if [ -n "${LIB_B:-}" ]; then
+    pair "$LIB_B-$i" --scenarios "${SCEN:-corun-bare,corun-sp,lp-alone,lp-alone-sp}" \
+      --lib "$PWD/carry/bin/libsoftpreempt-$LIB_B.so"
+  else
+    pair "never-$i" --scenarios "${SCEN:-corun-bare,corun-sp,lp-alone,lp-alone-sp}" --sched 'yielding = "never"'
+  fi
 done
-for mode in $([ "${TRACED:-1}" = 1 ] && echo auto never); do
+for mode in $([ "${TRACED:-1}" = 1 ] && echo auto never; [ "${TRACED:-1}" = auto ] && echo auto); do
   sched=""; [ $mode = never ] && sched='yielding = "never"'
   SOFTPREEMPT_TRACE=$R/trace-$mode SOFTPREEMPT_PROFILE=$R/prof-$mode.jsonl \
     SOFTPREEMPT_LOG=softpreempt=debug SOFTPREEMPT_LOG_FILE=$R/log-$mode.txt \
