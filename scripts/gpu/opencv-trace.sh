@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 24's open item on the GPU machine (after scripts/gpu/pack-yield.sh): the OpenCV pair
-# at the defaults against `yielding = "never"` (with LIB_B=X: against the library
+# at the defaults against SCHED_B's [sched] lines (default `yielding = "never"`; with LIB_B=X: the library
 # carry/bin/libsoftpreempt-X.so at the defaults), interleaved REPS times, then once each with
 # Chrome traces, profiles and the LP's debug log, so the LP's loss at the defaults can be
 # traced (TRACED=auto: the defaults only; 0: none). Results: $OUT/ocv.tgz.
@@ -22,7 +22,8 @@ for i in $(seq "${REPS:-2}"); do
     pair "$LIB_B-$i" --scenarios "${SCEN:-corun-bare,corun-sp,lp-alone,lp-alone-sp}" \
       --lib "$PWD/carry/bin/libsoftpreempt-$LIB_B.so"
   else
-    pair "never-$i" --scenarios "${SCEN:-corun-bare,corun-sp,lp-alone,lp-alone-sp}" --sched 'yielding = "never"'
+    pair "b-$i" --scenarios "${SCEN:-corun-bare,corun-sp,lp-alone,lp-alone-sp}" \
+      --sched "${SCHED_B:-yielding = \"never\"}"
   fi
 done
 for mode in $([ "${TRACED:-1}" = 1 ] && echo auto never; [ "${TRACED:-1}" = auto ] && echo auto); do
