@@ -70,7 +70,12 @@ pub type Rewrite = Result<YieldProgram, Vec<(String, String)>>;
 
 /// The yielding rewrite of `analysis`, as the layer builds it.
 pub fn rewrite(analysis: &Analysis) -> Rewrite {
-    let y = softpreempt_transform::yielding_or_why(analysis)?;
+    rewrite_in_form(analysis, softpreempt_transform::EntryForm::Chunked)
+}
+
+/// [`rewrite`] with the entries in `form`.
+fn rewrite_in_form(analysis: &Analysis, form: softpreempt_transform::EntryForm) -> Rewrite {
+    let y = softpreempt_transform::yielding_in_form(analysis, form)?;
     if !y.headers.is_empty() {
         // Compiled with headers (clCompileProgram): its entries would need them too.
         return Err(analysis
@@ -181,8 +186,21 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
     // Under `chaos` the launch waits for the build, so every launch of a program with
     // entries can be made to yield: built on a thread, they came too late for test suites
     // that launch each program once or twice (pyopencl's suite: 0 yields in 413 launches;
-    // the CTS: 10 in 48,000 outside one test).
-    if crate::config::config().sched.yielding == crate::config::YieldMode::Chaos {
+    // the CTS: 10 in 48,000 outside one test). So does a launch on a CPU device: a process
+    // that exited while PoCL 3.1 compiled its entries on our thread died in LLVM ("out of
+    // memory", a 32 GB request) in 3 of 7 cold runs of the preemption benchmark's smoke
+    // co-run. The wait for builds at exit (`build_threads`) runs before the exit handlers
+    // registered earlier, but the compile registers its own (static objects of code that
+    // only a kernel with barriers in a loop reaches) after it, and those run first. The
+    // compile shares the CPU with the launch anyway, and the store keeps the built entries
+    // for the next process.
+    let cpu = prog
+        .context
+        .get()
+        .devices
+        .iter()
+        .any(|d| crate::core::managed::launch::is_cpu(&d.get().inner));
+    if cpu || crate::config::config().sched.yielding == crate::config::YieldMode::Chaos {
         job.run();
         return match &*prog.yielding.lock().unwrap_or_else(|e| e.into_inner()) {
             YieldState::Ready(e) => Some(e.clone()),
@@ -350,7 +368,19 @@ impl Job {
                 u.options.as_deref().unwrap_or(""),
             )),
         };
-        let y = match rewrite(&analysis) {
+        // Chunked tickets for GPUs; one group a ticket where any device is not one (the
+        // host passes a chunk of 1 there: `submitter::yield_launch`).
+        let context = prog.context.get();
+        let gpus = context
+            .devices
+            .iter()
+            .all(|d| crate::core::managed::launch::is_gpu(&d.get().inner));
+        let form = if gpus {
+            softpreempt_transform::EntryForm::Chunked
+        } else {
+            softpreempt_transform::EntryForm::PerGroup
+        };
+        let y = match rewrite_in_form(&analysis, form) {
             Ok(y) => y,
             Err(why) => {
                 log_no_yield(&why);
@@ -358,7 +388,6 @@ impl Job {
             }
         };
         log_no_yield(&y.skipped);
-        let context = prog.context.get();
         let devices: Vec<cl_device_id> = context.devices.iter().map(|d| d.get().inner.h).collect();
         match build_entries(&self.context, &devices, &y.source, &self.options) {
             Ok(program) => {
