@@ -45,6 +45,9 @@ pub struct YieldExec {
     pub program: OwnedProgram,
     /// By the application's kernel name.
     pub kernels: HashMap<String, YieldKernel>,
+    /// The form the entries were made in: only chunked entries take a chunk larger than 1
+    /// (a context with a CPU device gets per-group entries, also for its GPU's launches).
+    pub form: softpreempt_transform::EntryForm,
     /// The entries (by kernel name) and local sizes a launch was prepared with: the first
     /// run of each may pay the vendor's cold start (`TimingModel::observe_new_variant`).
     pub launched: Mutex<HashSet<(String, [usize; 3])>>,
@@ -394,6 +397,7 @@ impl Job {
                 tracing::debug!(kernels = y.kernels.len(), "persistent entries built");
                 YieldState::Ready(Arc::new(YieldExec {
                     program,
+                    form,
                     kernels: y.kernels.into_iter().map(|k| (k.name.clone(), k)).collect(),
                     launched: Mutex::default(),
                 }))

@@ -893,15 +893,16 @@ impl Submitter {
             .map_or(cap.as_nanos() as u64, |(_, per_wave)| {
                 per_wave.max(0.0) as u64
             });
-        // Short groups take their tickets in chunks on a GPU (see `yielding::chunk`); a
-        // yield then waits for the chunk in progress. Fixed for the whole application
-        // launch: the next launch's base assumes one chunk size from this base on. Not on
-        // a CPU device: there a ticket costs little (no round trip to a far cache), and a
-        // wave of persistent groups is shorter than a group (more groups than cores), so
-        // chunks sized by it ran for milliseconds (PoCL: yield p99 33-65 ms in the
-        // preemption benchmark's smoke run, against 2-16 ms with one group a ticket).
+        // Short groups take their tickets in chunks, where the entries are chunked (a
+        // context of GPUs only: see `core::yield_program`); a yield then waits for the
+        // chunk in progress. Fixed for the whole application launch: the next launch's
+        // base assumes one chunk size from this base on. Not on a CPU device: there a
+        // ticket costs little (no round trip to a far cache), and a wave of persistent
+        // groups is shorter than a group (more groups than cores), so chunks sized by it
+        // ran for milliseconds (PoCL: yield p99 33-65 ms in the preemption benchmark's
+        // smoke run, against 2-16 ms with one group a ticket).
         let run_wave = super::yielding::run_wave(l.key);
-        let chunk = if l.gpu {
+        let chunk = if y.chunked {
             super::yielding::chunk(run_wave.or(model(&l.key).fit().map(|_| wave)))
         } else {
             1
@@ -1047,7 +1048,9 @@ impl Submitter {
                     let waves = softpreempt_sched::waves(y.total, y.persistent);
                     // The entry's first run may be cold (PoCL: 257 ms, then 16 ms).
                     observe(&l.models, l.key, (waves as f64, took), y.new_variant, true);
-                    yielding::observed_run_wave(l.key, took / waves.max(1));
+                    if l.gpu {
+                        yielding::observed_run_wave(l.key, took / waves.max(1));
+                    }
                 }
                 // Every run but the last ended in a yield.
                 crate::trace::profile::launch(

@@ -82,9 +82,9 @@ pub fn chunk(wave_ns: Option<u64>) -> u32 {
     }
 }
 
-/// Per (kernel class, device): how many runs nobody asked to stop were seen, and
-/// the least ns a wave of their persistent groups took (see [`too_long_to_ask`], GPUs
-/// only, and [`run_wave`]).
+/// Per (kernel class, device) on a GPU: how many runs nobody asked to stop were seen, and
+/// the least ns a wave of their persistent groups took (see [`too_long_to_ask`] and
+/// [`run_wave`]).
 static RUN_WAVES: Lazy<Mutex<HashMap<(usize, usize), RunWaves>>> = Lazy::new(Default::default);
 
 /// Runs seen, and the least ns a wave of them took.
@@ -166,6 +166,9 @@ pub struct YieldLaunch {
     /// The first launch of this entry with this local size in the process: its first run
     /// may pay the vendor's cold start (PoCL compiles its work-group function then).
     pub new_variant: bool,
+    /// Whether the entry takes a chunk of groups a ticket (`EntryForm::Chunked`); else the
+    /// host must pass a chunk of 1.
+    pub chunked: bool,
 }
 
 /// The yielding form of launch `geo` of `k`, when it can have one (see the module's
@@ -278,6 +281,7 @@ pub fn prepare(
         total,
         persistent: wave.clamp(1, total),
         new_variant,
+        chunked: exec.form == softpreempt_transform::EntryForm::Chunked,
     })
 }
 
