@@ -8,7 +8,9 @@ back to back: an N x N blur, resize, Sobel and matchTemplate.
 
 Scenarios, side by side in one invocation: HP alone (bare), HP alone (SoftPreempt, at
 priority high), HP + LP (bare), HP + LP (SoftPreempt, HP high, LP low), LP alone (bare);
-on request (--scenarios) also LP alone through SoftPreempt at priority low (lp-alone-sp).
+on request (--scenarios) also LP alone through SoftPreempt at priority low (lp-alone-sp),
+and the LP next to a registered HP that sends nothing (corun-sp-idle: what a registered
+higher priority alone costs the LP).
 Each scenario first runs briefly to warm OpenCV's binary cache (one cache folder per
 platform), then is measured, so measured runs load their programs from the cache, as users'
 second runs do. Printed: HP p50/p90/p99 per request (ms) and p99 / bare-alone p99, LP
@@ -55,7 +57,13 @@ def role_main(role):
         print("ready", flush=True)
         # CLOCK_MONOTONIC is system-wide: the LP's completion times are read against it.
         t0 = time.monotonic()
-        lat, at = serve(lambda _: request(), float(os.environ["PAIR_GAP_MS"]), duration)
+        if os.environ.get("PAIR_HP_IDLE"):
+            # Registered at its priority, with its programs and buffers, but sending nothing:
+            # what a registered higher priority alone costs the LP.
+            time.sleep(duration)
+            lat, at = [], []
+        else:
+            lat, at = serve(lambda _: request(), float(os.environ["PAIR_GAP_MS"]), duration)
         print(json.dumps({"lat": lat, "at": at, "window": [t0, time.monotonic()]}))
         return
     n = int(os.environ["PAIR_LP_SIZE"])
@@ -117,22 +125,24 @@ def main():
         e.update({k: str(v) for k, v in kw.items()})
         return e
 
-    def scenario(hp_plat, lp_plat, seconds):
+    def scenario(hp_plat, lp_plat, seconds, idle=False):
         stop = os.path.join(work, f"stop-{time.monotonic_ns()}")
         lp_env = lp_plat and env(lp_plat, "low" if lp_plat == "sp" else None,
                                  PAIR_LP_SIZE=a.lp_size, PAIR_STOP=stop)
         hp_env = hp_plat and env(hp_plat, "high" if hp_plat == "sp" else None, PAIR_STOP=stop,
-                                 PAIR_DURATION=seconds, PAIR_GAP_MS=a.gap_ms)
+                                 PAIR_DURATION=seconds, PAIR_GAP_MS=a.gap_ms,
+                                 **({"PAIR_HP_IDLE": 1} if idle else {}))
         return run_scenario(__file__, stop, lp_env, hp_env, seconds, 1.0)
 
     plan = {"hp-alone": ("bare", None), "hp-alone-sp": ("sp", None),
             "corun-bare": ("bare", "bare"), "corun-sp": ("sp", "sp"), "lp-alone": (None, "bare"),
-            "lp-alone-sp": (None, "sp")}
+            "lp-alone-sp": (None, "sp"), "corun-sp-idle": ("sp", "sp")}
     rows = {}
     for name in a.scenarios.split(","):
         hp_plat, lp_plat = plan[name]
+        idle = name == "corun-sp-idle"
         scenario(hp_plat, lp_plat, 2.0)  # warms the binary caches
-        rows[name] = scenario(hp_plat, lp_plat, a.duration)
+        rows[name] = scenario(hp_plat, lp_plat, a.duration, idle)
         # OPENCV_OPENCL_DEVICE chose the platform: a SoftPreempt run leaves its device's
         # arbiter segment behind, a bare run none.
         if (hp_plat == "sp" or lp_plat == "sp") and not os.listdir(shm):
@@ -143,7 +153,7 @@ def main():
         line = {}
         if "lp" in r:
             line["lp_rate"] = lp_rate(r["lp"]["done_at"], r.get("hp", {}).get("window"))
-        if "hp" in r:
+        if r.get("hp", {}).get("lat"):
             lat = r["hp"]["lat"]
             line.update(hp_p50=pct(lat, 50), hp_p90=pct(lat, 90), hp_p99=pct(lat, 99), n=len(lat))
         table[name] = line

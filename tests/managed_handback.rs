@@ -2,8 +2,9 @@
 //! application sees the command complete, not when the vendor's completion callback gets
 //! round to it (NVIDIA delivers those milliseconds late, and until then every lower
 //! priority stays off an idle device). Shown through the arbiter's statistics: right
-//! after `clWaitForEvents`, `clFinish` or a status poll that reads `CL_COMPLETE`, the
-//! high client no longer demands the device. The layer's test hook
+//! after `clWaitForEvents`, `clFinish`, a status poll that reads `CL_COMPLETE` or a
+//! blocking read behind the command on its in-order queue, the high client no longer
+//! demands the device. The layer's test hook
 //! `SOFTPREEMPT_TEST_LATE_CALLBACK_MS` makes PoCL's callbacks as late as NVIDIA's, so the
 //! callback alone cannot pass the test.
 
@@ -70,13 +71,30 @@ fn demand_ends_when_the_application_sees_completion() {
         );
         std::thread::yield_now();
     }
-    for i in 0..30 {
+    let mut back = [0u32; 4];
+    for i in 0..40 {
         let ev = launch();
-        match i % 3 {
+        match i % 4 {
             // SAFETY: one live event.
             0 => ok(unsafe { clWaitForEvents(1, &ev) }),
             1 => mc::finish(high),
-            _ => while mc::status(ev) != CL_COMPLETE {},
+            2 => while mc::status(ev) != CL_COMPLETE {},
+            // A blocking read behind it on the in-order queue: the launch is complete
+            // when the read returns (an OpenCV request ends so, in `UMat::get`).
+            // SAFETY: a live buffer of 256 u32, read into a local array of 4.
+            _ => ok(unsafe {
+                clEnqueueReadBuffer(
+                    high,
+                    out,
+                    CL_TRUE,
+                    0,
+                    std::mem::size_of_val(&back),
+                    back.as_mut_ptr().cast(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                )
+            }),
         }
         let state = high_state(dir);
         assert!(

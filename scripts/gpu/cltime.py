@@ -6,7 +6,8 @@ time goes per call, bare against layered.
 Point an application at it instead of its OpenCL loader (OpenCV: OPENCV_OPENCL_RUNTIME;
 it opens the library by path and looks up each function in it, which LD_PRELOAD would not
 see). CLTIME_REAL names the real loader; CLTIME_OUT is the file that per-function counts
-and times are written to when the process exits (one JSON object).
+and times are written to when the process exits (one JSON object); a CLTIME_OUT that ends
+in '/' is a folder, and each process writes its own cltime-PID.json there.
 
     python3 scripts/gpu/cltime.py --header /usr/include/CL/cl.h --out DIR   # DIR/libcltime.so
 
@@ -59,7 +60,7 @@ def generate(header):
            "#define CL_USE_DEPRECATED_OPENCL_1_1_APIS", "#define CL_USE_DEPRECATED_OPENCL_1_2_APIS",
            "#define CL_USE_DEPRECATED_OPENCL_2_0_APIS", "#include <CL/cl.h>",
            "#include <dlfcn.h>", "#include <stdio.h>", "#include <stdlib.h>", "#include <time.h>",
-           "#include <stdatomic.h>",
+           "#include <stdatomic.h>", "#include <string.h>", "#include <unistd.h>",
            f"#define NFUNCS {len(funcs)}",
            "static const char *names[NFUNCS] = {" + ",".join(f'"{f[1]}"' for f in funcs) + "};",
            "static _Atomic unsigned long long calls[NFUNCS], total_ns[NFUNCS], max_ns[NFUNCS];",
@@ -74,7 +75,9 @@ def generate(header):
            "static void note(int i, unsigned long long t0) { unsigned long long d = now() - t0;",
            "  calls[i]++; total_ns[i] += d; unsigned long long m = max_ns[i]; while (d > m && !atomic_compare_exchange_weak(&max_ns[i], &m, d)) {} }",
            "__attribute__((destructor)) static void dump(void) {",
-           "  const char *p = getenv(\"CLTIME_OUT\"); if (!p) return; FILE *f = fopen(p, \"w\"); if (!f) return;",
+           "  const char *p = getenv(\"CLTIME_OUT\"); if (!p) return; char path[4096];",
+           "  size_t n = strlen(p); if (n && p[n - 1] == '/') { snprintf(path, sizeof path, \"%scltime-%d.json\", p, (int)getpid()); p = path; }",
+           "  FILE *f = fopen(p, \"w\"); if (!f) return;",
            "  fprintf(f, \"{\"); int first = 1;",
            "  for (int i = 0; i < NFUNCS; i++) if (calls[i]) { fprintf(f, \"%s\\\"%s\\\": [%llu, %llu, %llu]\", first ? \"\" : \", \", names[i], calls[i], total_ns[i], max_ns[i]); first = 0; }",
            "  fprintf(f, \"}\\n\"); fclose(f); }"]

@@ -59,6 +59,19 @@ pub fn deferring_launch<'q>(
     (m.cuts_alone() && !known_short).then_some(m)
 }
 
+/// Counts a launch of `k` that goes straight to the vendor on managed queue `m` (`claimed`:
+/// under the direct budget), for the profile and the trace; two atomic loads when neither
+/// is on.
+#[inline]
+pub fn count_direct(m: &Managed, k: &Kernel, claimed: bool) {
+    if crate::trace::profile::enabled() {
+        crate::trace::profile::direct(&k.class.name, &m.priority, claimed);
+    }
+    if crate::trace::enabled() {
+        crate::trace::direct(&m.label, &k.class.name, crate::trace::now_ns(), claimed);
+    }
+}
+
 /// Work-items of a launch, read from the application's array (`None`: unreadable).
 fn launch_items(work_dim: cl_uint, global: *const usize) -> Option<u64> {
     if !(1..=3).contains(&work_dim) || global.is_null() {
@@ -106,6 +119,9 @@ pub fn direct<T>(
         m.note_unready(ev);
     }
     if let Some(watch) = watch {
+        if r.is_ok() {
+            watch.on_vendor();
+        }
         let watched = r.is_ok() && !ev.is_null() && {
             // Only the application's own event can be seen complete by it.
             if !event.is_null() {

@@ -150,6 +150,20 @@ fn ptr_or_null<T>(v: &[T]) -> *const T {
     }
 }
 
+/// Runs `f`, a command that blocks when `flag` is set. On an in-order queue a blocking
+/// command returns only once every earlier command of the queue has completed, so the
+/// watched direct commands before it are seen complete then (see
+/// `Managed::complete_upto`).
+fn blocking<T>(q: &Obj<Queue>, flag: cl_bool, f: impl FnOnce() -> CLResult<T>) -> CLResult<T> {
+    let Some(m) = q.get().managed.as_ref().filter(|_| flag != CL_FALSE) else {
+        return f();
+    };
+    let mark = m.vendor_mark();
+    let r = f()?;
+    m.complete_upto(mark);
+    Ok(r)
+}
+
 pub fn enqueue_read_buffer(
     command_queue: cl_command_queue,
     buffer: cl_mem,
@@ -163,11 +177,13 @@ pub fn enqueue_read_buffer(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueReadBuffer(b, blocking_read, offset, size, ptr)
-    )
+    blocking(q, blocking_read, || {
+        submit!(
+            q,
+            (num_events_in_wait_list, event_wait_list, event),
+            clEnqueueReadBuffer(b, blocking_read, offset, size, ptr)
+        )
+    })
 }
 
 pub fn enqueue_write_buffer(
@@ -183,11 +199,13 @@ pub fn enqueue_write_buffer(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueWriteBuffer(b, blocking_write, offset, size, ptr)
-    )
+    blocking(q, blocking_write, || {
+        submit!(
+            q,
+            (num_events_in_wait_list, event_wait_list, event),
+            clEnqueueWriteBuffer(b, blocking_write, offset, size, ptr)
+        )
+    })
 }
 
 pub fn enqueue_copy_buffer(
@@ -225,19 +243,21 @@ pub fn enqueue_read_image(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let m = mem(q, image)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueReadImage(
-            m,
-            blocking_read,
-            origin,
-            region,
-            row_pitch,
-            slice_pitch,
-            ptr
+    blocking(q, blocking_read, || {
+        submit!(
+            q,
+            (num_events_in_wait_list, event_wait_list, event),
+            clEnqueueReadImage(
+                m,
+                blocking_read,
+                origin,
+                region,
+                row_pitch,
+                slice_pitch,
+                ptr
+            )
         )
-    )
+    })
 }
 
 pub fn enqueue_write_image(
@@ -255,19 +275,21 @@ pub fn enqueue_write_image(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let m = mem(q, image)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueWriteImage(
-            m,
-            blocking_write,
-            origin,
-            region,
-            input_row_pitch,
-            input_slice_pitch,
-            ptr
+    blocking(q, blocking_write, || {
+        submit!(
+            q,
+            (num_events_in_wait_list, event_wait_list, event),
+            clEnqueueWriteImage(
+                m,
+                blocking_write,
+                origin,
+                region,
+                input_row_pitch,
+                input_slice_pitch,
+                ptr
+            )
         )
-    )
+    })
 }
 
 pub fn enqueue_copy_image(
@@ -352,31 +374,33 @@ pub fn enqueue_map_buffer(
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
     check_map_flags(map_flags)?;
-    submit(
-        q,
-        num_events_in_wait_list,
-        event_wait_list,
-        event,
-        |i, n, wl, ev| {
-            with_errcode(|err| {
-                Ok(vcall!(
-                    i.vt,
-                    clEnqueueMapBuffer(
-                        i.h,
-                        b,
-                        blocking_map,
-                        map_flags,
-                        offset,
-                        size,
-                        n,
-                        wl,
-                        ev,
-                        err
-                    )
-                ))
-            })
-        },
-    )
+    blocking(q, blocking_map, || {
+        submit(
+            q,
+            num_events_in_wait_list,
+            event_wait_list,
+            event,
+            |i, n, wl, ev| {
+                with_errcode(|err| {
+                    Ok(vcall!(
+                        i.vt,
+                        clEnqueueMapBuffer(
+                            i.h,
+                            b,
+                            blocking_map,
+                            map_flags,
+                            offset,
+                            size,
+                            n,
+                            wl,
+                            ev,
+                            err
+                        )
+                    ))
+                })
+            },
+        )
+    })
 }
 
 pub fn enqueue_map_image(
@@ -395,33 +419,35 @@ pub fn enqueue_map_image(
     let q = queue(command_queue)?;
     let m = mem(q, image)?;
     check_map_flags(map_flags)?;
-    submit(
-        q,
-        num_events_in_wait_list,
-        event_wait_list,
-        event,
-        |i, n, wl, ev| {
-            with_errcode(|err| {
-                Ok(vcall!(
-                    i.vt,
-                    clEnqueueMapImage(
-                        i.h,
-                        m,
-                        blocking_map,
-                        map_flags,
-                        origin,
-                        region,
-                        image_row_pitch,
-                        image_slice_pitch,
-                        n,
-                        wl,
-                        ev,
-                        err
-                    )
-                ))
-            })
-        },
-    )
+    blocking(q, blocking_map, || {
+        submit(
+            q,
+            num_events_in_wait_list,
+            event_wait_list,
+            event,
+            |i, n, wl, ev| {
+                with_errcode(|err| {
+                    Ok(vcall!(
+                        i.vt,
+                        clEnqueueMapImage(
+                            i.h,
+                            m,
+                            blocking_map,
+                            map_flags,
+                            origin,
+                            region,
+                            image_row_pitch,
+                            image_slice_pitch,
+                            n,
+                            wl,
+                            ev,
+                            err
+                        )
+                    ))
+                })
+            },
+        )
+    })
 }
 
 pub fn enqueue_unmap_mem_object(
@@ -468,6 +494,9 @@ pub fn enqueue_ndrange_kernel(
             defer::Launch::Direct(c) => claim = c,
         }
     }
+    if let Some(m) = &q.get().managed {
+        defer::count_direct(m, k, claim > 0);
+    }
     let wait = InnerEvents::wait_list(num_events_in_wait_list, event_wait_list)?;
     submit_claimed(q, wait, event, claim, |i, n, wl, ev| {
         vtry!(
@@ -511,6 +540,7 @@ pub fn enqueue_task(
         if let defer::Launch::Direct(claim) =
             defer::launch(m, q, k, CL_COMMAND_TASK, range, trailing)?
         {
+            defer::count_direct(m, k, claim > 0);
             let wait = InnerEvents::wait_list(num_events_in_wait_list, event_wait_list)?;
             return submit_claimed(q, wait, event, claim, |i, n, wl, ev| {
                 vtry!(i.vt, clEnqueueTask(i.h, k.inner.h, n, wl, ev))
@@ -671,22 +701,24 @@ pub fn enqueue_read_buffer_rect(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueReadBufferRect(
-            b,
-            blocking_read,
-            buffer_origin,
-            host_origin,
-            region,
-            buffer_row_pitch,
-            buffer_slice_pitch,
-            host_row_pitch,
-            host_slice_pitch,
-            ptr
+    blocking(q, blocking_read, || {
+        submit!(
+            q,
+            (num_events_in_wait_list, event_wait_list, event),
+            clEnqueueReadBufferRect(
+                b,
+                blocking_read,
+                buffer_origin,
+                host_origin,
+                region,
+                buffer_row_pitch,
+                buffer_slice_pitch,
+                host_row_pitch,
+                host_slice_pitch,
+                ptr
+            )
         )
-    )
+    })
 }
 
 pub fn enqueue_write_buffer_rect(
@@ -707,22 +739,24 @@ pub fn enqueue_write_buffer_rect(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueWriteBufferRect(
-            b,
-            blocking_write,
-            buffer_origin,
-            host_origin,
-            region,
-            buffer_row_pitch,
-            buffer_slice_pitch,
-            host_row_pitch,
-            host_slice_pitch,
-            ptr
+    blocking(q, blocking_write, || {
+        submit!(
+            q,
+            (num_events_in_wait_list, event_wait_list, event),
+            clEnqueueWriteBufferRect(
+                b,
+                blocking_write,
+                buffer_origin,
+                host_origin,
+                region,
+                buffer_row_pitch,
+                buffer_slice_pitch,
+                host_row_pitch,
+                host_slice_pitch,
+                ptr
+            )
         )
-    )
+    })
 }
 
 pub fn enqueue_copy_buffer_rect(
@@ -911,11 +945,13 @@ pub fn enqueue_svm_memcpy(
     event: *mut cl_event,
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueSVMMemcpy(blocking_copy, dst_ptr, src_ptr, size)
-    )
+    blocking(q, blocking_copy, || {
+        submit!(
+            q,
+            (num_events_in_wait_list, event_wait_list, event),
+            clEnqueueSVMMemcpy(blocking_copy, dst_ptr, src_ptr, size)
+        )
+    })
 }
 
 pub fn enqueue_svm_mem_fill(
@@ -948,11 +984,13 @@ pub fn enqueue_svm_map(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     check_map_flags(flags)?;
-    submit!(
-        q,
-        (num_events_in_wait_list, event_wait_list, event),
-        clEnqueueSVMMap(blocking_map, flags, svm_ptr, size)
-    )
+    blocking(q, blocking_map, || {
+        submit!(
+            q,
+            (num_events_in_wait_list, event_wait_list, event),
+            clEnqueueSVMMap(blocking_map, flags, svm_ptr, size)
+        )
+    })
 }
 
 pub fn enqueue_svm_unmap(

@@ -442,7 +442,9 @@ controls! {
     [trace] TraceConfig {
         /// Directory for timeline traces: every process writes
         /// `softpreempt-<pid>.json` there (Chrome trace event format, with its
-        /// slices, grants, waits and preemptions). Join them into one timeline
+        /// slices, grants, waits, preemptions, yield handshakes, launches sent
+        /// straight to the vendor and the application's waits for a queue's
+        /// deferred commands to reach it). Join them into one timeline
         /// for Perfetto with `softpreempt trace merge DIR -o FILE`. Unset: no
         /// trace.
         dir: Option<PathBuf> = None, expect "a directory path",
@@ -450,8 +452,10 @@ controls! {
             valid |v| v.iter().all(|p| !p.as_os_str().is_empty());
         /// File that per-kernel statistics (launches, slices, yields, launches
         /// never asked to yield because their groups outlast the driver's own
-        /// hand-over (`not_asked`), total and mean device time, by kernel name and
-        /// priority) are appended to, one JSON line per kernel, when a process
+        /// hand-over (`not_asked`), total and mean device time, launches sent
+        /// straight to the vendor and not measured (`direct`; `direct_claimed`:
+        /// under the budget a registered higher priority sets), by kernel name
+        /// and priority) are appended to, one JSON line per kernel, when a process
         /// exits or releases its last queue. Unset: no profile.
         profile: Option<PathBuf> = None, expect "a file path",
             env "SOFTPREEMPT_PROFILE", example r#"profile = "/tmp/softpreempt-profile.jsonl""#,

@@ -139,6 +139,22 @@ pub fn handshake(queue: &str, from_ns: u64, to_ns: u64, expired: bool) {
     });
 }
 
+/// `queue`'s launch of `kernel` went straight to the vendor at `at_ns`, not through its
+/// software FIFO (`claimed`: under the direct budget a registered higher priority sets).
+/// Its device time is not observed, so it is an instant.
+pub fn direct(queue: &str, kernel: &str, at_ns: u64, claimed: bool) {
+    with_writer(|w| {
+        let args = [("kernel", Arg::Str(kernel)), ("claimed", claimed.into())];
+        w.instant(queue, "direct launch", "direct", at_ns, &args)
+    });
+}
+
+/// The application's thread waited from `from_ns` to `to_ns` for `queue`'s software FIFO
+/// to reach the vendor, before a command that goes straight there.
+pub fn drain(queue: &str, from_ns: u64, to_ns: u64) {
+    with_writer(|w| w.complete(queue, "drain", "drain", from_ns, to_ns, &[]));
+}
+
 /// `queue` got a grant at `at_ns` (`share`: by the min-share rule).
 pub fn grant(queue: &str, at_ns: u64, share: bool) {
     with_writer(|w| w.instant(queue, "grant", "grant", at_ns, &[("share", share.into())]));

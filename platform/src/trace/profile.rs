@@ -29,6 +29,13 @@ pub struct KernelStats {
     /// hand-over, so a higher priority does not wait for them (why a kernel that runs as
     /// persistent groups still shows no yields).
     pub not_asked: u64,
+    /// Launches of a managed queue sent straight to the vendor, not through its software
+    /// FIFO (so not measured, and not in `launches`): alone, or short ones under the
+    /// direct budget while a higher priority is registered.
+    pub direct: u64,
+    /// Of those, launches that claimed the direct budget (a higher priority was
+    /// registered): each is watched to its completion.
+    pub direct_claimed: u64,
 }
 
 /// What one launch did, as `launch` counts it.
@@ -76,6 +83,14 @@ impl ProfileTable {
         s.not_asked += u64::from(l.not_asked);
     }
 
+    /// Counts one launch sent straight to the vendor (`claimed`: under the direct budget).
+    pub fn add_direct(&mut self, kernel: &str, priority: &str, claimed: bool) {
+        let key = (kernel.to_string(), priority.to_string());
+        let s = self.kernels.entry(key).or_default();
+        s.direct += 1;
+        s.direct_claimed += u64::from(claimed);
+    }
+
     /// The totals of `kernel` at `priority`.
     pub fn get(&self, kernel: &str, priority: &str) -> Option<KernelStats> {
         self.kernels
@@ -99,6 +114,8 @@ impl ProfileTable {
                 "mean_device_ns": s.device_ns / s.launches.max(1),
                 "mean_piece_ns": s.device_ns / s.slices.max(1),
                 "max_piece_ns": s.max_piece_ns,
+                "direct": s.direct,
+                "direct_claimed": s.direct_claimed,
                 "pid": pid,
                 "exe": exe,
             });
@@ -149,6 +166,18 @@ pub fn launch(kernel: &str, priority: &dyn std::fmt::Display, l: Launch) {
     }
 }
 
+/// Counts one launch of `kernel` at `priority` sent straight to the vendor (`claimed`:
+/// under the direct budget).
+pub fn direct(kernel: &str, priority: &dyn std::fmt::Display, claimed: bool) {
+    if !enabled() {
+        return;
+    }
+    let mut table = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, t)) = table.as_mut() {
+        t.add_direct(kernel, &priority.to_string(), claimed);
+    }
+}
+
 /// Appends the lines counted since the last flush.
 pub fn flush() {
     if !enabled() {
@@ -194,8 +223,12 @@ mod tests {
                 device_ns: 6_000,
                 max_piece_ns: 1_500,
                 not_asked: 1,
+                direct: 0,
+                direct_claimed: 0,
             })
         );
+        t.add_direct("mandel", "low", true);
+        t.add_direct("mandel", "low", false);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profile.jsonl");
         append(&path, &t.take_lines(9, "app")).unwrap();
@@ -222,6 +255,10 @@ mod tests {
         assert_eq!(low["mean_device_ns"], 3000);
         assert_eq!(low["mean_piece_ns"], 1000);
         assert_eq!(low["max_piece_ns"], 1500);
+        assert_eq!(
+            (low["direct"].as_u64(), low["direct_claimed"].as_u64()),
+            (Some(2), Some(1))
+        );
         assert_eq!(low["pid"], 9);
         assert_eq!(lines[2]["kernel"], "vadd");
     }

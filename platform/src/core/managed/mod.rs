@@ -135,6 +135,9 @@ pub struct Managed {
     /// Predicted device time of short launches sent direct and not yet complete (see
     /// [`Managed::claim_direct`]).
     direct_ns: AtomicU64,
+    /// Watched direct commands that have reached the vendor, in that order (each watch
+    /// keeps its number, [`Watch::on_vendor`]).
+    direct_seq: AtomicU64,
     /// A low-priority queue on a CPU device: the platform whose device threads go to the
     /// idle class once a higher priority registers (see [`Managed::must_defer`]).
     os_platform: Option<&'static Obj<Platform>>,
@@ -154,9 +157,17 @@ pub struct Watch {
     demand: bool,
     /// Budget it claimed (a short launch sent direct).
     claim: u64,
+    /// Its place among the queue's watched commands on the vendor (0: not there yet).
+    seq: AtomicU64,
 }
 
 impl Watch {
+    /// The command is on the vendor's queue now.
+    pub fn on_vendor(&self) {
+        let n = self.m.direct_seq.fetch_add(1, Ordering::AcqRel) + 1;
+        self.seq.store(n, Ordering::Release);
+    }
+
     /// Records the command's vendor event.
     pub fn set_event(&self, e: cl_event) {
         self.event.store(e as usize, Ordering::Release);
@@ -318,6 +329,7 @@ impl Managed {
             unready: readiness::Tail::default(),
             watches: Mutex::new(Vec::new()),
             direct_ns: AtomicU64::new(0),
+            direct_seq: AtomicU64::new(0),
             os_platform,
             _workers_held: workers_held,
         });
@@ -476,9 +488,14 @@ impl Managed {
 
     #[cold]
     fn wait_drained(&self) {
+        let from = crate::trace::enabled().then(monotonic_ns);
         let mut st = self.lock();
         while !st.fifo.is_empty() || st.busy {
             st = self.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+        drop(st);
+        if let Some(from) = from {
+            crate::trace::drain(&self.label, from, monotonic_ns());
         }
     }
 
@@ -590,6 +607,7 @@ impl Managed {
             done: std::sync::atomic::AtomicBool::new(false),
             demand,
             claim,
+            seq: AtomicU64::new(0),
         });
         self.lock_watches().push(w.clone());
         Some(w)
@@ -654,6 +672,34 @@ impl Managed {
             .find(|w| w.event.load(Ordering::Acquire) == e as usize)
             .cloned();
         if let Some(w) = w {
+            w.complete();
+        }
+    }
+
+    /// Where the queue's watched direct commands on the vendor have got to: pass it to
+    /// [`Managed::complete_upto`] once a later command is known complete.
+    pub fn vendor_mark(&self) -> u64 {
+        self.direct_seq.load(Ordering::Acquire)
+    }
+
+    /// A blocking command of this in-order queue, enqueued after `mark`
+    /// ([`Managed::vendor_mark`]), returned: every command the queue had before it is
+    /// complete, so the watched direct commands up to `mark` are done. The vendor's
+    /// callbacks would say so milliseconds later on NVIDIA, holding lower priorities off
+    /// (a high-priority request that ends in a blocking read, as OpenCV's `UMat::get`
+    /// does) or keeping a low queue's direct budget spent. Out-of-order queues complete in
+    /// any order: nothing is concluded for them.
+    pub fn complete_upto(&self, mark: u64) {
+        if !self.in_order || mark == 0 {
+            return;
+        }
+        let done: Vec<Arc<Watch>> = self
+            .lock_watches()
+            .iter()
+            .filter(|w| (1..=mark).contains(&w.seq.load(Ordering::Acquire)))
+            .cloned()
+            .collect();
+        for w in done {
             w.complete();
         }
     }

@@ -340,6 +340,9 @@ impl Submitter {
                     ("work_groups", p.work_groups.into()),
                     ("first_row", first_row.into()),
                     ("rows", rows.into()),
+                    // When it reached the vendor (the span starts when it could start on
+                    // the device: then, or when the piece before it was seen to end).
+                    ("submitted_ns", p.submitted_ns.into()),
                 ],
             );
         }
