@@ -2,7 +2,11 @@
 //! `calltime`, never in a release build users get): with an application-level call timer
 //! (`scripts/gpu/cltime.py`) it splits each entry point's cost into the vendor's time and
 //! the layer's own (issue 24). `SOFTPREEMPT_CALLTIME=FILE` names the JSON file written
-//! at process exit: `{"clFoo": [calls, total ns, max ns], ...}`.
+//! at process exit: `{"clFoo": [calls, total ns, max ns], ...}`; a value ending in `/` is
+//! a folder, and each process writes `calltime-PID.json` there. The submitter's own
+//! vendor calls and steps are named `submitter.*` (they take the dispatch table
+//! directly, not the forwarding macros).
+//! They use `calltime!`, which is the expression itself in other builds.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -48,6 +52,12 @@ impl Drop for Timer {
 extern "C" fn dump() {
     let Some(path) = std::env::var_os("SOFTPREEMPT_CALLTIME") else {
         return;
+    };
+    let path = match path.to_str() {
+        Some(dir) if dir.ends_with('/') => {
+            std::ffi::OsString::from(format!("{dir}calltime-{}.json", std::process::id()))
+        }
+        _ => path,
     };
     let t = TABLE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(t) = t.as_ref() {

@@ -277,7 +277,7 @@ pub fn launch(
         }
     }
     let wait = wait_list(q, n, list)?;
-    let Some(clone) = launch::snapshot(k) else {
+    let Some(clone) = crate::calltime!("defer.snapshot", launch::snapshot(k)) else {
         crate::warn_once!(
             "no-clone-kernel",
             "softpreempt: the vendor cannot clone kernels (clCloneKernel); launches are not deferred"

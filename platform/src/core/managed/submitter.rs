@@ -250,7 +250,9 @@ pub fn run(m: Arc<Managed>) {
             }
         };
         let Some(cmd) = cmd else { break };
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.process(cmd)));
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::calltime!("submitter.process", s.process(cmd))
+        }));
         if r.is_err() {
             // Left open, the window would hold every later failure back for good.
             s.look = None;
@@ -300,14 +302,14 @@ pub fn run_now(m: &Arc<Managed>) {
 fn wait_event(vt: &cl_icd_dispatch, e: cl_event) {
     if let Some(f) = vt.clWaitForEvents {
         // SAFETY: one retained vendor event.
-        unsafe { f(1, &e) };
+        crate::calltime!("submitter.clWaitForEvents", unsafe { f(1, &e) });
     }
 }
 
 fn release_event(vt: &cl_icd_dispatch, e: cl_event) {
     if let Some(f) = vt.clReleaseEvent {
         // SAFETY: releasing the event the vendor returned to us.
-        unsafe { f(e) };
+        crate::calltime!("submitter.clReleaseEvent", unsafe { f(e) });
     }
 }
 
@@ -593,7 +595,7 @@ impl Submitter {
         let rc = match vt.clEnqueueNDRangeKernel {
             // SAFETY: the vendor's enqueue on its own queue and our private kernel clone;
             // the size arrays outlive the call.
-            Some(f) => unsafe {
+            Some(f) => crate::calltime!("submitter.clEnqueueNDRangeKernel", unsafe {
                 f(
                     self.m.inner.h,
                     l.kernel.handle(),
@@ -605,7 +607,7 @@ impl Submitter {
                     list_ptr(waits),
                     &mut ev,
                 )
-            },
+            }),
             None => CL_INVALID_OPERATION,
         };
         // On the vendor (or refused): a failure from now on is the vendor's to pass on.
@@ -615,7 +617,7 @@ impl Submitter {
         }
         if let Some(f) = vt.clFlush {
             // SAFETY: the vendor's own queue.
-            unsafe { f(self.m.inner.h) };
+            crate::calltime!("submitter.clFlush", unsafe { f(self.m.inner.h) });
         }
         Ok(ev)
     }
@@ -794,13 +796,13 @@ impl Submitter {
             };
             let covered = pkey.filter(|_| wgs > 0 && rows > 0);
             let pred = self.predict(l, wgs, covered.as_ref().map(|k| (k, first_row, rows)));
-            self.make_room(pred);
+            crate::calltime!("submitter.make_room", self.make_room(pred));
             let asked_ns = if tracing { monotonic_ns() } else { 0 };
             let token = if self.may_group(pred) {
                 None
             } else {
                 self.group_ns = 0;
-                self.grant()
+                crate::calltime!("submitter.grant", self.grant())
             };
             self.group_ns += pred;
             if tracing {
