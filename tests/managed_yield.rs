@@ -428,6 +428,9 @@ const PERTURB: &str = "MALLOC_PERTURB_";
 /// crashed (SIGBUS or SIGSEGV, mostly at its exit) in 7 runs of 10.
 #[test]
 fn releasing_the_context_while_its_entries_build() {
+    // Its child stores entries' binaries in this process tree's program store, which
+    // `a_binary_loaded_in_another_process_yields` counts.
+    let _g = mc::serial();
     mc::run_child(
         "releasing_child",
         (PERTURB, std::ffi::OsStr::new("165")),
@@ -507,6 +510,8 @@ fn a_cold_first_launch_starts_no_entries_build() {
     if !mc::is_pocl() {
         return;
     }
+    // Its child stores entries' binaries too (see the test above).
+    let _g = mc::serial();
     let log = run_logged_child(
         "cold_child",
         &[
