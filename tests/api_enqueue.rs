@@ -770,6 +770,12 @@ fn ndrange_and_task() {
             "dim {dim} g {g:?}"
         );
     }
+    // A zero-sized range is a valid launch (OpenCL 2.1 on), and PoCL compiles the kernel for
+    // it on its worker thread. Finish both queues so no compile outlives the test: a process
+    // that exits while PoCL's LLVM passes run crashes in LLVM's exit handlers (seen on a cold
+    // cache, bare PoCL included: 1 run in 25 with this launch on the bare queue alone).
+    finish(env.queue);
+    finish(bare.queue);
     // SAFETY: releasing what the test created.
     unsafe {
         for k in [add, one, badd] {
