@@ -20,6 +20,12 @@ use std::process::Command;
 
 const ROLE: &str = "SP_TRACE_ROLE";
 const DIRECT_ROLE: &str = "SP_TRACE_DIRECT_ROLE";
+const IDLE_ROLE: &str = "SP_TRACE_IDLE_ROLE";
+/// The long launches of the idle-path test: `LONG_MS` each, timed on the bare vendor first,
+/// so that the short one, pushed `PUSH_AFTER_MS` after them, comes while the first runs.
+const LONG_ITEMS: usize = 64 * 1024;
+const LONG_MS: u64 = 150;
+const PUSH_AFTER_MS: u64 = 30;
 const SHORT_LAUNCHES: u32 = 40;
 const N: usize = 64 * 256;
 const ITERS: u32 = 400;
@@ -93,6 +99,95 @@ fn direct_child_role() {
         // SAFETY: queues this function created.
         ok(unsafe { clReleaseCommandQueue(q) });
     }
+}
+
+/// The child of the idle-path test: on a low queue next to an idle high one (so launches
+/// not yet measured go through the FIFO), two long launches sent whole, then, while the
+/// first runs, a short one.
+#[test]
+fn idle_child_role() {
+    if std::env::var_os(IDLE_ROLE).is_none() {
+        return;
+    }
+    mc::init("slice = \"never\"");
+    let iters = long_iters();
+    let env = Env::sp();
+    let high = mc::priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
+    let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
+    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (long, short) = (env.kernel(prog, "fill"), env.kernel(prog, "fill"));
+    let (a, b) = (env.buffer(LONG_ITEMS * 4), env.buffer(64 * 4));
+    mc::arg(long, 0, a);
+    mc::arg(long, 2, iters);
+    mc::arg(short, 0, b);
+    mc::arg(short, 1, 2u32);
+    mc::arg(short, 2, 1u32);
+    for seed in [3u32, 1] {
+        mc::arg(long, 1, seed);
+        ok(mc::enqueue(
+            low,
+            long,
+            None,
+            &[LONG_ITEMS],
+            Some(&[64]),
+            &[],
+            None,
+        ));
+    }
+    // SAFETY: a queue this function created.
+    ok(unsafe { clFlush(low) });
+    std::thread::sleep(std::time::Duration::from_millis(PUSH_AFTER_MS));
+    ok(mc::enqueue(low, short, None, &[64], Some(&[64]), &[], None));
+    mc::finish(low);
+    // Their first items only: the host twin of a long launch is slow.
+    if let Some(m) = mc::check_fill(&env.read::<u32>(a, 64), 0, 1, iters) {
+        panic!("results: {m}");
+    }
+    if let Some(m) = mc::check_fill(&env.read::<u32>(b, 64), 0, 2, 1) {
+        panic!("results: {m}");
+    }
+    for q in [high, low] {
+        // SAFETY: queues this function created.
+        ok(unsafe { clReleaseCommandQueue(q) });
+    }
+}
+
+/// The `iters` that make a `fill` of `LONG_ITEMS` take about `LONG_MS` on the bare vendor
+/// (its second launch timed: PoCL compiles at the first).
+fn long_iters() -> u32 {
+    const TRIAL: u32 = 100;
+    let bare = Env::new(common::bare_platform());
+    let prog = mc::build(&bare, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = bare.kernel(prog, "fill");
+    let out = bare.buffer(LONG_ITEMS * 4);
+    mc::arg(k, 0, out);
+    mc::arg(k, 1, 0u32);
+    mc::arg(k, 2, TRIAL);
+    let mut took = std::time::Duration::ZERO;
+    for _ in 0..2 {
+        let t = std::time::Instant::now();
+        ok(mc::enqueue(
+            bare.queue,
+            k,
+            None,
+            &[LONG_ITEMS],
+            Some(&[64]),
+            &[],
+            None,
+        ));
+        mc::finish(bare.queue);
+        took = t.elapsed();
+    }
+    // SAFETY: objects this function created.
+    unsafe {
+        clReleaseKernel(k);
+        clReleaseProgram(prog);
+        clReleaseMemObject(out);
+    }
+    let scale = LONG_MS as f64 * 1e6 / took.as_nanos().max(1) as f64;
+    (TRIAL as f64 * scale).clamp(TRIAL as f64, 1e9) as u32
 }
 
 /// Runs this binary's `role` test in a child with `var` set and the trace and profile in
@@ -238,4 +333,50 @@ fn direct_launches_are_counted_in_the_profile_and_the_trace() {
         .filter(|e| e["args"]["claimed"] == true)
         .count();
     assert_eq!(claimed as u64, count("direct_claimed"));
+}
+
+/// Once its FIFO is empty, the submitter retires the pieces in flight before it gives up
+/// the device; a command pushed meanwhile reaches the vendor after the piece being waited
+/// for, not after all of them (on an H100, an OpenCV block's first FIFO launch waited for
+/// every piece of the block before to be retired, 57-61 us each with their release).
+#[test]
+fn a_command_pushed_while_pieces_retire_reaches_the_vendor_at_once() {
+    if std::env::var_os(IDLE_ROLE).is_some() {
+        return;
+    }
+    let dir = mc::private_dir("trace-idle");
+    run_role("idle_child_role", IDLE_ROLE, &dir);
+    let events = read_trace(&dir.join("traces"));
+    let pieces: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"] == "fill")
+        .collect();
+    assert_eq!(pieces.len(), 3, "one piece per launch: {events:?}");
+    let work_groups = |e: &Value| e["args"]["work_groups"].as_u64().unwrap();
+    // Trace times are microseconds on the monotonic clock of `submitted_ns`.
+    let end_ns = |e: &Value| (e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()) * 1e3;
+    let submitted_ns = |e: &Value| e["args"]["submitted_ns"].as_u64().unwrap() as f64;
+    let mut long: Vec<&Value> = pieces
+        .iter()
+        .copied()
+        .filter(|e| work_groups(e) > 1)
+        .collect();
+    long.sort_by(|a, b| end_ns(a).total_cmp(&end_ns(b)));
+    let short = pieces.iter().find(|e| work_groups(e) == 1).expect("short");
+    assert_eq!(long.len(), 2, "{events:?}");
+    assert!(long
+        .iter()
+        .all(|e| work_groups(e) == (LONG_ITEMS / 64) as u64));
+    assert!(
+        end_ns(long[0]) - submitted_ns(long[0]) > 2.0 * PUSH_AFTER_MS as f64 * 1e6,
+        "the first long launch must outlast the push ({:.1} ms)",
+        (end_ns(long[0]) - submitted_ns(long[0])) / 1e6
+    );
+    // The submitter waited for the first long launch when the short one came, then sent it
+    // before it waited for the second.
+    assert!(
+        submitted_ns(short) < end_ns(long[1]),
+        "the short launch reached the vendor {:.3} ms after the long ones completed",
+        (submitted_ns(short) - end_ns(long[1])) / 1e6
+    );
 }

@@ -26,11 +26,25 @@ for i in $(seq "${REPS:-2}"); do
       --sched "${SCHED_B:-yielding = \"never\"}"
   fi
 done
-for mode in $([ "${TRACED:-1}" = 1 ] && echo auto never; [ "${TRACED:-1}" = auto ] && echo auto); do
-  sched=""; [ $mode = never ] && sched='yielding = "never"'
-  SOFTPREEMPT_TRACE=$R/trace-$mode SOFTPREEMPT_PROFILE=$R/prof-$mode.jsonl \
-    SOFTPREEMPT_LOG=softpreempt=debug SOFTPREEMPT_LOG_FILE=$R/log-$mode.txt \
-    pair "traced-$mode" --scenarios corun-sp --sched "$sched"
+# Traced runs of TRACE_SCEN (default corun-sp): the defaults, `yielding = "never"` with
+# TRACED=1, and with TRACED=ab the library LIB_B too, TRACE_REPS times (default 1) in turn.
+# `scripts/ocv-blocks.py $R/trace-*` reads them per matchTemplate block.
+traced() {
+  local tag=$1 lib=$2 sched=$3
+  SOFTPREEMPT_TRACE=$R/trace-$tag SOFTPREEMPT_PROFILE=$R/prof-$tag.jsonl \
+    SOFTPREEMPT_LOG=softpreempt=debug SOFTPREEMPT_LOG_FILE=$R/log-$tag.txt \
+    pair "traced-$tag" --scenarios "${TRACE_SCEN:-corun-sp}" --lib "$lib" --sched "$sched"
+}
+for i in $(seq "${TRACE_REPS:-1}"); do
+  sfx=$([ "${TRACE_REPS:-1}" = 1 ] || echo "-$i")
+  case ${TRACED:-1} in
+    1) traced "auto$sfx" "$SOFTPREEMPT_LIB" ""
+       traced "never$sfx" "$SOFTPREEMPT_LIB" 'yielding = "never"' ;;
+    auto) traced "auto$sfx" "$SOFTPREEMPT_LIB" "" ;;
+    ab) traced "auto$sfx" "$SOFTPREEMPT_LIB" ""
+        traced "$LIB_B$sfx" "$PWD/carry/bin/libsoftpreempt-$LIB_B.so" "" ;;
+  esac
 done
+[ "${TRACED:-1}" = 0 ] || python3 scripts/ocv-blocks.py "$R"/trace-* | tee "$R/blocks.md"
 gzip -q "$R"/log-*.txt 2>/dev/null
 tar czf "$OUT/ocv.tgz" -C "$(dirname "$R")" ocv

@@ -3,18 +3,21 @@
 # scenarios SCEN (default: the LP next to an idle registered HP, then the co-run) through a
 # diagnostic build with the cargo feature `calltime` (carry/bin/libsoftpreempt-calltime.so:
 # `cargo build --release -p softpreempt-icd --features calltime`), DURATION s each (default
-# 10). Prints, for the process with the most pieces, each timed step (count, mean µs).
-# Results: $OUT/submitter-calls.tgz.
+# 10). CT_LIBS (default "calltime") names the builds to compare, each
+# carry/bin/libsoftpreempt-NAME.so, run in turn per scenario. Prints, for the process with
+# the most pieces, each timed step (count, mean µs). Results: $OUT/submitter-calls.tgz.
 set -u
 cd "$(dirname "$0")/../.."
 . scripts/gpu-env.sh
 R=$(mktemp -d)/subcalls; mkdir -p "$R"
 for s in ${SCEN:-corun-sp-idle corun-sp}; do
-  mkdir -p "$R/$s"
-  SOFTPREEMPT_CALLTIME=$R/$s/ python3 benches/opencv_pair.py \
-    --lib "$PWD/carry/bin/libsoftpreempt-calltime.so" --vendor-lib "$NV" \
-    --runtime /usr/local/cuda/targets/x86_64-linux/lib/libOpenCL.so.1 --device-type GPU \
-    --bare-platform 'NVIDIA CUDA' --duration "${DURATION:-10}" --scenarios "$s" 2> /dev/null | sed -n 2p
+  for lib in ${CT_LIBS:-calltime}; do
+    mkdir -p "$R/$s-$lib"
+    SOFTPREEMPT_CALLTIME=$R/$s-$lib/ python3 benches/opencv_pair.py \
+      --lib "$PWD/carry/bin/libsoftpreempt-$lib.so" --vendor-lib "$NV" \
+      --runtime /usr/local/cuda/targets/x86_64-linux/lib/libOpenCL.so.1 --device-type GPU \
+      --bare-platform 'NVIDIA CUDA' --duration "${DURATION:-10}" --scenarios "$s" 2> /dev/null | sed -n 2p
+  done
 done
 python3 - "$R" <<'PY'
 import glob, json, os, sys
