@@ -1,0 +1,168 @@
+// Build here: gcc -O2 -o carry/probe/evcost scripts/gpu/evcost.c -lOpenCL -lpthread; run on the GPU
+// machine: LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib
+// OCL_ICD_FILENAMES=/lib/libnvidia-opencl.so.1 carry/probe/evcost 3000 65536
+// evcost: what the submitter's vendor calls cost per piece, pattern by pattern, on the
+// bare driver (no SoftPreempt). Each mode runs N short launches one after another and prints
+// the mean µs of each call.
+//   A  enqueue(kernel, &ev), flush, wait, release            (a plain client)
+//   B  A + clSetEventCallback(ev) that sets a user event      (the submitter's last piece)
+//   C  B, but each event released 1 ms after its wait         (deferred release)
+//   D  B with a fresh clCloneKernel per launch                 (the submitter's clone)
+//   E  D, the clone made and its arg set on another thread     (clone on the app thread)
+//   F  A with a wait list of one completed event              (a dependency)
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+#define CHECK(x)                                                   \
+  do {                                                             \
+    cl_int rc_ = (x);                                              \
+    if (rc_ != CL_SUCCESS) {                                       \
+      fprintf(stderr, "%s:%d %s = %d\n", __FILE__, __LINE__, #x, rc_); \
+      exit(1);                                                     \
+    }                                                              \
+  } while (0)
+
+static void CL_CALLBACK on_done(cl_event e, cl_int st, void *data) {
+  (void)e;
+  (void)st;
+  clSetUserEventStatus((cl_event)data, CL_COMPLETE);
+}
+
+static const char *SRC =
+    "__kernel void k(__global float *a, int n) { int i = get_global_id(0);"
+    " float v = a[i]; for (int j = 0; j < n; j++) v = v * 1.0001f + 0.5f; a[i] = v; }";
+
+static cl_context ctx;
+static cl_command_queue q;
+static cl_kernel kern;
+static cl_mem buf;
+static int iters = 20;
+
+struct clone_job {
+  cl_kernel out;
+};
+
+static void *make_clone(void *arg) {
+  struct clone_job *j = arg;
+  cl_int err;
+  j->out = clCloneKernel(kern, &err);
+  CHECK(err);
+  CHECK(clSetKernelArg(j->out, 1, sizeof(int), &iters));
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 2000;
+  size_t items = argc > 2 ? (size_t)atol(argv[2]) : 65536;
+  cl_platform_id plats[8];
+  cl_uint np = 0;
+  CHECK(clGetPlatformIDs(8, plats, &np));
+  cl_device_id dev = NULL;
+  for (cl_uint i = 0; i < np && !dev; i++)
+    if (clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &dev, NULL) != CL_SUCCESS) dev = NULL;
+  char name[256];
+  CHECK(clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof name, name, NULL));
+  printf("device: %s, %d launches of %zu items per mode\n", name, n, items);
+  cl_int err;
+  ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+  CHECK(err);
+  q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
+  CHECK(err);
+  cl_program p = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
+  CHECK(err);
+  CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
+  kern = clCreateKernel(p, "k", &err);
+  CHECK(err);
+  buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, items * 4, NULL, &err);
+  CHECK(err);
+  CHECK(clSetKernelArg(kern, 0, sizeof buf, &buf));
+  CHECK(clSetKernelArg(kern, 1, sizeof(int), &iters));
+  cl_event done;
+  CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &done));
+  CHECK(clFinish(q));
+  const char *modes = "ABCDEF";
+  for (int round = 0; round < 2; round++) {
+    for (const char *m = modes; *m; m++) {
+      double t_clone = 0, t_enq = 0, t_cb = 0, t_flush = 0, t_wait = 0, t_rel = 0;
+      cl_event pending[64];
+      double pending_at[64];
+      int np_ = 0;
+      for (int i = 0; i < n; i++) {
+        cl_kernel k = kern;
+        double t0 = now_us();
+        if (*m == 'D') {
+          k = clCloneKernel(kern, &err);
+          CHECK(err);
+        } else if (*m == 'E') {
+          pthread_t th;
+          struct clone_job j;
+          pthread_create(&th, NULL, make_clone, &j);
+          pthread_join(th, NULL);
+          k = j.out;
+        }
+        double t1 = now_us();
+        cl_event ev;
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &items, NULL, *m == 'F' ? 1 : 0,
+                                     *m == 'F' ? &done : NULL, &ev));
+        double t2 = now_us();
+        cl_event user = NULL;
+        if (*m >= 'B' && *m <= 'E') {
+          user = clCreateUserEvent(ctx, &err);
+          CHECK(err);
+          CHECK(clSetEventCallback(ev, CL_COMPLETE, on_done, user));
+        }
+        double t3 = now_us();
+        CHECK(clFlush(q));
+        double t4 = now_us();
+        CHECK(clWaitForEvents(1, &ev));
+        double t5 = now_us();
+        if (*m == 'C') {
+          pending[np_] = ev;
+          pending_at[np_++] = t5;
+          // Release those retired 1 ms ago (or the oldest when full).
+          int keep = 0;
+          for (int j = 0; j < np_; j++) {
+            if (t5 - pending_at[j] >= 1000 || np_ == 64) {
+              CHECK(clReleaseEvent(pending[j]));
+            } else {
+              pending[keep] = pending[j];
+              pending_at[keep++] = pending_at[j];
+            }
+          }
+          np_ = keep;
+        } else {
+          CHECK(clReleaseEvent(ev));
+        }
+        double t6 = now_us();
+        if (k != kern) CHECK(clReleaseKernel(k));
+        if (user) {
+          CHECK(clWaitForEvents(1, &user));
+          CHECK(clReleaseEvent(user));
+        }
+        t_clone += t1 - t0;
+        t_enq += t2 - t1;
+        t_cb += t3 - t2;
+        t_flush += t4 - t3;
+        t_wait += t5 - t4;
+        t_rel += t6 - t5;
+      }
+      for (int j = 0; j < np_; j++) CHECK(clReleaseEvent(pending[j]));
+      if (round == 1)
+        printf("%c  clone %7.2f  enqueue %7.2f  callback %6.2f  flush %6.2f  wait %7.2f  "
+               "release %7.2f  (µs mean)\n",
+               *m, t_clone / n, t_enq / n, t_cb / n, t_flush / n, t_wait / n, t_rel / n);
+    }
+  }
+  return 0;
+}
