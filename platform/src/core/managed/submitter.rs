@@ -226,17 +226,7 @@ const SPENT_MAX: usize = 64;
 
 /// The thread body.
 pub fn run(m: Arc<Managed>) {
-    let mut s = Submitter {
-        m,
-        window: VecDeque::new(),
-        last_retired_ns: 0,
-        launch_ns: 0,
-        launch_max_ns: 0,
-        group_ns: 0,
-        recent: None,
-        look: None,
-        spent: VecDeque::new(),
-    };
+    let mut s = Submitter::new(m);
     loop {
         let cmd = {
             let mut st = s.m.lock();
@@ -307,17 +297,7 @@ pub fn run(m: Arc<Managed>) {
 
 /// Fallback when no thread can be started: submit everything now, in this thread.
 pub fn run_now(m: &Arc<Managed>) {
-    let mut s = Submitter {
-        m: m.clone(),
-        window: VecDeque::new(),
-        last_retired_ns: 0,
-        launch_ns: 0,
-        launch_max_ns: 0,
-        group_ns: 0,
-        recent: None,
-        look: None,
-        spent: VecDeque::new(),
-    };
+    let mut s = Submitter::new(m.clone());
     loop {
         let Some(cmd) = s.m.lock().fifo.pop_front() else {
             break;
@@ -351,6 +331,20 @@ fn release_event(vt: &cl_icd_dispatch, e: cl_event) {
 }
 
 impl Submitter {
+    fn new(m: Arc<Managed>) -> Self {
+        Submitter {
+            m,
+            window: VecDeque::new(),
+            last_retired_ns: 0,
+            launch_ns: 0,
+            launch_max_ns: 0,
+            group_ns: 0,
+            recent: None,
+            look: None,
+            spent: VecDeque::new(),
+        }
+    }
+
     fn vt(&self) -> &'static cl_icd_dispatch {
         self.m.inner.vt
     }
