@@ -1,6 +1,7 @@
 // Build here: gcc -O2 -o carry/probe/evcost scripts/gpu/evcost.c -lOpenCL -lpthread; run on the GPU
 // machine: LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib
-// OCL_ICD_FILENAMES=/lib/libnvidia-opencl.so.1 carry/probe/evcost 3000 65536
+// OCL_ICD_FILENAMES=/lib/libnvidia-opencl.so.1 carry/probe/evcost 3000 65536 [MODES]
+// (MODES: letters, default all; EVCOST_BOTH=1 prints the first, warm-up round too)
 // evcost: what the submitter's vendor calls cost per piece, pattern by pattern, on the
 // bare driver (no SoftPreempt). Each mode runs N short launches one after another and prints
 // the mean µs of each call.
@@ -10,6 +11,16 @@
 //   D  B with a fresh clCloneKernel per launch                 (the submitter's clone)
 //   E  D, the clone made and its arg set on another thread     (clone on the app thread)
 //   F  A with a wait list of one completed event              (a dependency)
+//   G  D, the clone released right after its enqueue          (the event holds its last
+//      reference, as the submitter's launch does: is the release the clone's destruction?)
+//   H  B on one of 4 clones made once, its args set again     (a pool of spare clones:
+//      each launch                                             is the 2x enqueue a first
+//                                                              launch's cost?)
+//   I  A while another thread does blocking 4 MiB reads on its own queue of the context
+//      (the OpenCV LP's application thread beside its submitter)
+//   J  B, with that reader too
+// A mode stops after 5 s, and says how many launches it ran.
+// "krel" is clReleaseKernel on the clone after the wait (D, E), "clone" in H the arg sets.
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <pthread.h>
@@ -53,6 +64,26 @@ struct clone_job {
   cl_kernel out;
 };
 
+static cl_kernel pool[4];
+static volatile int reading;
+
+// Mode I's other thread: blocking reads, as the application's thread does beside the submitter.
+static void *reader(void *arg) {
+  cl_device_id dev = arg;
+  cl_int err;
+  cl_command_queue q2 = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
+  CHECK(err);
+  size_t size = 4 << 20;
+  cl_mem big = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
+  CHECK(err);
+  void *host = malloc(size);
+  while (reading) CHECK(clEnqueueReadBuffer(q2, big, CL_TRUE, 0, size, host, 0, NULL, NULL));
+  free(host);
+  CHECK(clReleaseMemObject(big));
+  CHECK(clReleaseCommandQueue(q2));
+  return NULL;
+}
+
 static void *make_clone(void *arg) {
   struct clone_job *j = arg;
   cl_int err;
@@ -63,6 +94,7 @@ static void *make_clone(void *arg) {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
   int n = argc > 1 ? atoi(argv[1]) : 2000;
   size_t items = argc > 2 ? (size_t)atol(argv[2]) : 65536;
   cl_platform_id plats[8];
@@ -91,19 +123,34 @@ int main(int argc, char **argv) {
   cl_event done;
   CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &done));
   CHECK(clFinish(q));
-  const char *modes = "ABCDEF";
+  for (int i = 0; i < 4; i++) {
+    pool[i] = clCloneKernel(kern, &err);
+    CHECK(err);
+  }
+  const char *modes = argc > 3 ? argv[3] : "ABCDEFGHIJ";
   for (int round = 0; round < 2; round++) {
     for (const char *m = modes; *m; m++) {
-      double t_clone = 0, t_enq = 0, t_cb = 0, t_flush = 0, t_wait = 0, t_rel = 0;
+      double t_clone = 0, t_enq = 0, t_cb = 0, t_flush = 0, t_wait = 0, t_rel = 0, t_krel = 0;
       cl_event pending[64];
       double pending_at[64];
       int np_ = 0;
-      for (int i = 0; i < n; i++) {
+      pthread_t rd;
+      if (*m == 'I' || *m == 'J') {
+        reading = 1;
+        pthread_create(&rd, NULL, reader, dev);
+      }
+      double start = now_us();
+      int i;
+      for (i = 0; i < n && now_us() - start < 5e6; i++) {
         cl_kernel k = kern;
         double t0 = now_us();
-        if (*m == 'D') {
+        if (*m == 'D' || *m == 'G') {
           k = clCloneKernel(kern, &err);
           CHECK(err);
+        } else if (*m == 'H') {
+          k = pool[i % 4];
+          CHECK(clSetKernelArg(k, 0, sizeof buf, &buf));
+          CHECK(clSetKernelArg(k, 1, sizeof(int), &iters));
         } else if (*m == 'E') {
           pthread_t th;
           struct clone_job j;
@@ -117,7 +164,11 @@ int main(int argc, char **argv) {
                                      *m == 'F' ? &done : NULL, &ev));
         double t2 = now_us();
         cl_event user = NULL;
-        if (*m >= 'B' && *m <= 'E') {
+        if (*m == 'G') {
+          CHECK(clReleaseKernel(k));
+          k = kern;
+        }
+        if (*m != 'A' && *m != 'F' && *m != 'I') {
           user = clCreateUserEvent(ctx, &err);
           CHECK(err);
           CHECK(clSetEventCallback(ev, CL_COMPLETE, on_done, user));
@@ -145,7 +196,8 @@ int main(int argc, char **argv) {
           CHECK(clReleaseEvent(ev));
         }
         double t6 = now_us();
-        if (k != kern) CHECK(clReleaseKernel(k));
+        if (k != kern && *m != 'H') CHECK(clReleaseKernel(k));
+        t_krel += now_us() - t6;
         if (user) {
           CHECK(clWaitForEvents(1, &user));
           CHECK(clReleaseEvent(user));
@@ -158,10 +210,16 @@ int main(int argc, char **argv) {
         t_rel += t6 - t5;
       }
       for (int j = 0; j < np_; j++) CHECK(clReleaseEvent(pending[j]));
-      if (round == 1)
-        printf("%c  clone %7.2f  enqueue %7.2f  callback %6.2f  flush %6.2f  wait %7.2f  "
-               "release %7.2f  (µs mean)\n",
-               *m, t_clone / n, t_enq / n, t_cb / n, t_flush / n, t_wait / n, t_rel / n);
+      if (*m == 'I' || *m == 'J') {
+        reading = 0;
+        pthread_join(rd, NULL);
+      }
+      int ran = i > 0 ? i : 1;
+      if (round == 1 || getenv("EVCOST_BOTH"))
+        printf("%c %5d  clone %7.2f  enqueue %7.2f  callback %6.2f  flush %6.2f  wait %7.2f  "
+               "release %7.2f  krel %7.2f  (µs mean)\n",
+               *m, i, t_clone / ran, t_enq / ran, t_cb / ran, t_flush / ran, t_wait / ran,
+               t_rel / ran, t_krel / ran);
     }
   }
   return 0;
