@@ -5,7 +5,11 @@
 // arguments set, a launch, a blocking read, then the kernel and the buffers released.
 //
 // Build here: gcc -O2 -o carry/probe/ocvlike scripts/gpu/ocvlike.c -lOpenCL
-// Run: ocvlike N PLATFORM-SUBSTRING (the first platform whose name contains it), e.g. on
+// Run: ocvlike N PLATFORM-SUBSTRING [GAP_MS [EVICT_MB]] (the first platform whose name
+// contains it). Between requests: a sleep of GAP_MS (default 0; negative: a busy wait of
+// that long, the core kept awake), then EVICT_MB of memory written (default 0). A paced
+// client such as the pair's HP (a request every 20 ms) meets the layer's code and data
+// cold at each request; a loop back to back meets them warm. E.g. on
 // the GPU machine, bare and through SoftPreempt:
 //   export LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib
 //   export SOFTPREEMPT_VENDORS=/lib/libnvidia-opencl.so.1 SOFTPREEMPT_PRIORITY=high
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now_ns(void) {
   struct timespec t;
@@ -50,6 +55,9 @@ static long calls[CALLS];
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 20000;
   const char *want = argc > 2 ? argv[2] : "";
+  double gap_ms = argc > 3 ? atof(argv[3]) : 0;
+  size_t evict = argc > 4 ? (size_t)atol(argv[4]) << 20 : 0;
+  char *junk = evict ? malloc(evict) : NULL;
   cl_platform_id plats[8];
   cl_uint np = 0;
   if (clGetPlatformIDs(8, plats, &np) != CL_SUCCESS || np == 0) {
@@ -84,6 +92,13 @@ int main(int argc, char **argv) {
   int dim = 64;
   float scale = 1.0f;
   for (int r = 0; r < n; r++) {
+    if (gap_ms > 0) usleep((useconds_t)(gap_ms * 1000));
+    if (gap_ms < 0) {
+      double until = now_ns() - gap_ms * 1e6;
+      while (now_ns() < until) {
+      }
+    }
+    if (junk) memset(junk, r, evict);
     cl_mem a, b;
     cl_kernel k;
     TIMED(CREATE_BUF, a = clCreateBuffer(ctx, CL_MEM_READ_WRITE, items * 4, NULL, &err));
@@ -105,5 +120,6 @@ int main(int argc, char **argv) {
     printf("%s %-24s %8.3f us\n", name[0] == 'S' ? "SP  " : "bare", NAMES[i],
            spent[i] / calls[i] / 1e3);
   free(host);
+  free(junk);
   return 0;
 }
