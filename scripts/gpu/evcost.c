@@ -21,28 +21,7 @@
 //   J  B, with that reader too
 // A mode stops after 5 s, and says how many launches it ran.
 // "krel" is clReleaseKernel on the clone after the wait (D, E), "clone" in H the arg sets.
-#define CL_TARGET_OPENCL_VERSION 300
-#include <CL/cl.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-#define CHECK(x)                                                   \
-  do {                                                             \
-    cl_int rc_ = (x);                                              \
-    if (rc_ != CL_SUCCESS) {                                       \
-      fprintf(stderr, "%s:%d %s = %d\n", __FILE__, __LINE__, #x, rc_); \
-      exit(1);                                                     \
-    }                                                              \
-  } while (0)
+#include "probe.h"
 
 static void CL_CALLBACK on_done(cl_event e, cl_int st, void *data) {
   (void)e;
@@ -50,9 +29,7 @@ static void CL_CALLBACK on_done(cl_event e, cl_int st, void *data) {
   clSetUserEventStatus((cl_event)data, CL_COMPLETE);
 }
 
-static const char *SRC =
-    "__kernel void k(__global float *a, int n) { int i = get_global_id(0);"
-    " float v = a[i]; for (int j = 0; j < n; j++) v = v * 1.0001f + 0.5f; a[i] = v; }";
+
 
 static cl_context ctx;
 static cl_command_queue q;

@@ -16,33 +16,8 @@
 // Run on the GPU machine: LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib
 //   OCL_ICD_FILENAMES=/lib/libnvidia-opencl.so.1 carry/probe/waitlock 20 20 [MODES]
 // (rounds, KERNEL_MS; MODES default "wpr").
-#define CL_TARGET_OPENCL_VERSION 300
-#include <CL/cl.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include "probe.h"
 
-static double now_us(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
-
-#define CHECK(x)                                                       \
-  do {                                                                 \
-    cl_int rc_ = (x);                                                  \
-    if (rc_ != CL_SUCCESS) {                                           \
-      fprintf(stderr, "%s:%d %s = %d\n", __FILE__, __LINE__, #x, rc_); \
-      exit(1);                                                         \
-    }                                                                  \
-  } while (0)
-
-static const char *SRC =
-    "__kernel void k(__global float *a, int n) { int i = get_global_id(0);"
-    " float v = a[i]; for (int j = 0; j < n; j++) v = v * 1.0001f + 0.5f; a[i] = v; }";
 
 static cl_context ctx;
 static cl_command_queue q2;
