@@ -10,7 +10,9 @@ Scenarios, side by side in one invocation: HP alone (bare), HP alone (SoftPreemp
 priority high), HP + LP (bare), HP + LP (SoftPreempt, HP high, LP low), LP alone (bare);
 on request (--scenarios) also LP alone through SoftPreempt at priority low (lp-alone-sp),
 and the LP next to a registered HP that sends nothing (corun-sp-idle: what a registered
-higher priority alone costs the LP).
+higher priority alone costs the LP), and hp-ab: the HP alone on both platforms at once, in
+turns of --slot-ms (the bare one in even slots), so that the machine's drift hits both alike
+(its rows hp-ab-bare and hp-ab-sp; hp-ab-sp's ratios are ÷ hp-ab-bare).
 Each scenario first runs briefly to warm OpenCV's binary cache (one cache folder per
 platform), then is measured, so measured runs load their programs from the cache, as users'
 second runs do. Printed: HP p50/p90/p99 per request (ms) and p99 / bare-alone p99, LP
@@ -30,7 +32,7 @@ import os
 import sys
 import time
 
-from pair_common import Work, lp_rate, pct, scenario as run_scenario, serve
+from pair_common import Work, interleaved, lp_rate, pct, scenario as run_scenario, serve
 
 
 def role_main(role):
@@ -106,6 +108,8 @@ def main():
     ap.add_argument("--sched", default="",
                     help="more [sched] lines for SoftPreempt (TOML text; default: none, the "
                          "default configuration)")
+    ap.add_argument("--slot-ms", type=float, default=500.0,
+                    help="hp-ab: each platform's turn, ms")
     ap.add_argument("--json")
     a = ap.parse_args()
     w = Work("opencv-pair-", a.lib, a.vendor_lib, sched=a.sched)
@@ -134,11 +138,26 @@ def main():
                                  **({"PAIR_HP_IDLE": 1} if idle else {}))
         return run_scenario(__file__, stop, lp_env, hp_env, seconds, 1.0)
 
+    def turns(seconds):
+        stop = os.path.join(work, f"stop-{time.monotonic_ns()}")
+        return interleaved(__file__, {
+            p: env(p, "high" if p == "sp" else None, PAIR_STOP=stop, PAIR_DURATION=seconds,
+                   PAIR_GAP_MS=a.gap_ms, PAIR_SLOT=f"{i}/2/{a.slot_ms}")
+            for i, p in enumerate(("bare", "sp"))})
+
     plan = {"hp-alone": ("bare", None), "hp-alone-sp": ("sp", None),
             "corun-bare": ("bare", "bare"), "corun-sp": ("sp", "sp"), "lp-alone": (None, "bare"),
             "lp-alone-sp": (None, "sp"), "corun-sp-idle": ("sp", "sp")}
     rows = {}
     for name in a.scenarios.split(","):
+        if name == "hp-ab":
+            turns(2.0)  # warms both binary caches
+            r = turns(a.duration)
+            rows["hp-ab-bare"], rows["hp-ab-sp"] = {"hp": r["bare"]}, {"hp": r["sp"]}
+            if not os.listdir(shm):
+                sys.exit(f"{name}: OpenCV did not use the SoftPreempt platform")
+            print(f"ran {name}", file=sys.stderr, flush=True)
+            continue
         hp_plat, lp_plat = plan[name]
         idle = name == "corun-sp-idle"
         scenario(hp_plat, lp_plat, 2.0)  # warms the binary caches
@@ -162,6 +181,7 @@ def main():
     print(f"{'scenario':<12} {'HP p50 ms':>10} {'HP p90 ms':>10} {'HP p99 ms':>10} "
           f"{'p50/alone':>10} {'p99/alone':>10} {'LP pipe/s':>10} {'LP kept':>8}")
     for name, line in table.items():
+        alone = table["hp-ab-bare"] if name.startswith("hp-ab") else table.get("hp-alone", {})
         f = lambda v, fmt: format(v, fmt) if v is not None else "-"
         g = line.get
         ratio = lambda k: g(k) / alone[k] if g(k) is not None and alone.get(k) else None
@@ -169,7 +189,8 @@ def main():
         print(f"{name:<12} {f(g('hp_p50'), '10.3f')} {f(g('hp_p90'), '10.3f')} "
               f"{f(g('hp_p99'), '10.3f')} {f(ratio('hp_p50'), '10.3f')} "
               f"{f(ratio('hp_p99'), '10.2f')} {f(g('lp_rate'), '10.3f')} {f(kept, '8.3f')}")
-    print("ratios: ÷ the HP alone on the bare driver; LP kept: ÷ the bare co-run's LP")
+    print("ratios: ÷ the HP alone on the bare driver (hp-ab rows: ÷ hp-ab-bare, the same "
+          "run's turns); LP kept: ÷ the bare co-run's LP")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"options": vars(a), "rows": rows, "table": table}, f)

@@ -58,17 +58,32 @@ def entry(role_main, main):
         main()
 
 
-def serve(request, gap_ms, duration, seed=11):
+def serve(request, gap_ms, duration, seed=11, slot=None):
     """The HP's measured part: `request(i)` at Poisson-spaced times (mean gap `gap_ms`) for
-    `duration` seconds. Returns each request's latency (ms) and start (s from the first)."""
+    `duration` seconds. Returns each request's latency (ms) and start (s from the first).
+
+    `slot` ("K/N/MS", default the PAIR_SLOT variable): requests only in the K-th of every N
+    slots of MS milliseconds of CLOCK_MONOTONIC (system-wide), none within 5 ms of a slot's
+    end. Two clients of one machine so take turns (`hp-ab`): their drift, which moved a
+    lone OpenCV HP's 2 s medians by ±15% on an H100, hits both alike, and neither's
+    requests overlap the other's."""
     import random
     import time
+    slot = slot or os.environ.get("PAIR_SLOT")
+    if slot:
+        k, n, ms = (float(x) for x in slot.split("/"))
+        period, width = n * ms / 1e3, ms / 1e3
     r = random.Random(seed)
     lat, at = [], []
     start = time.perf_counter()
     end = start + duration
     while time.perf_counter() < end:
         time.sleep(r.expovariate(1e3 / gap_ms))
+        if slot:
+            # Into the slot's span [k*width, (k+1)*width - 5 ms) of the current period.
+            pos = (time.monotonic() - k * width) % period
+            if pos >= width - 5e-3:
+                time.sleep(period - pos)
         t = time.perf_counter()
         request(len(lat))
         lat.append((time.perf_counter() - t) * 1e3)
@@ -105,6 +120,25 @@ def hp_figures(lat, at):
         if vals:
             out.update({f"{prefix}_p50": pct(vals, 50), f"{prefix}_p99": pct(vals, 99)})
     return out
+
+
+def interleaved(script, envs):
+    """Runs `script`'s HP role once per environment of `envs` (name -> environment, each
+    with its own PAIR_SLOT) at the same time, so they take turns on the device; returns
+    each one's last output line, parsed as JSON, by name."""
+    import json
+    import subprocess
+    import sys
+    procs = {k: subprocess.Popen([sys.executable, script, "--role", "hp"],
+                                 stdout=subprocess.PIPE, text=True, env=e)
+             for k, e in envs.items()}
+    res = {}
+    for k, p in procs.items():
+        o = p.communicate()[0]
+        if p.returncode:
+            sys.exit(f"hp {k} failed ({p.returncode})")
+        res[k] = json.loads(o.strip().splitlines()[-1])
+    return res
 
 
 def scenario(script, stop, lp_env, hp_env, seconds, settle):

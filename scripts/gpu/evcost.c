@@ -19,6 +19,11 @@
 //   I  A while another thread does blocking 4 MiB reads on its own queue of the context
 //      (the OpenCV LP's application thread beside its submitter)
 //   J  B, with that reader too
+//   K  A while the other thread reads as in I, but non-blocking, then waits for the read's
+//      event (clWaitForEvents): does a blocking transfer's own wait, rather than the
+//      transfer, hold the context's other threads? (what the layer could do with an LP
+//      application's blocking transfers). I, J and K also print the reader's reads and
+//      mean µs a read.
 // A mode stops after 5 s, and says how many launches it ran.
 // "krel" is clReleaseKernel on the clone after the wait (D, E), "clone" in H the arg sets.
 #include "probe.h"
@@ -43,6 +48,9 @@ struct clone_job {
 
 static cl_kernel pool[4];
 static volatile int reading;
+static int reader_events;     // K: non-blocking reads and clWaitForEvents
+static long reads_done;
+static double reads_us;
 
 // Mode I's other thread: blocking reads, as the application's thread does beside the submitter.
 static void *reader(void *arg) {
@@ -54,7 +62,22 @@ static void *reader(void *arg) {
   cl_mem big = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
   CHECK(err);
   void *host = malloc(size);
-  while (reading) CHECK(clEnqueueReadBuffer(q2, big, CL_TRUE, 0, size, host, 0, NULL, NULL));
+  reads_done = 0;
+  reads_us = 0;
+  while (reading) {
+    double t0 = now_us();
+    if (reader_events) {
+      cl_event e;
+      CHECK(clEnqueueReadBuffer(q2, big, CL_FALSE, 0, size, host, 0, NULL, &e));
+      CHECK(clFlush(q2));
+      CHECK(clWaitForEvents(1, &e));
+      CHECK(clReleaseEvent(e));
+    } else {
+      CHECK(clEnqueueReadBuffer(q2, big, CL_TRUE, 0, size, host, 0, NULL, NULL));
+    }
+    reads_us += now_us() - t0;
+    reads_done++;
+  }
   free(host);
   CHECK(clReleaseMemObject(big));
   CHECK(clReleaseCommandQueue(q2));
@@ -104,7 +127,7 @@ int main(int argc, char **argv) {
     pool[i] = clCloneKernel(kern, &err);
     CHECK(err);
   }
-  const char *modes = argc > 3 ? argv[3] : "ABCDEFGHIJ";
+  const char *modes = argc > 3 ? argv[3] : "ABCDEFGHIJK";
   for (int round = 0; round < 2; round++) {
     for (const char *m = modes; *m; m++) {
       double t_clone = 0, t_enq = 0, t_cb = 0, t_flush = 0, t_wait = 0, t_rel = 0, t_krel = 0;
@@ -112,7 +135,9 @@ int main(int argc, char **argv) {
       double pending_at[64];
       int np_ = 0;
       pthread_t rd;
-      if (*m == 'I' || *m == 'J') {
+      int with_reader = *m == 'I' || *m == 'J' || *m == 'K';
+      if (with_reader) {
+        reader_events = *m == 'K';
         reading = 1;
         pthread_create(&rd, NULL, reader, dev);
       }
@@ -145,7 +170,7 @@ int main(int argc, char **argv) {
           CHECK(clReleaseKernel(k));
           k = kern;
         }
-        if (*m != 'A' && *m != 'F' && *m != 'I') {
+        if (*m != 'A' && *m != 'F' && *m != 'I' && *m != 'K') {
           user = clCreateUserEvent(ctx, &err);
           CHECK(err);
           CHECK(clSetEventCallback(ev, CL_COMPLETE, on_done, user));
@@ -187,7 +212,7 @@ int main(int argc, char **argv) {
         t_rel += t6 - t5;
       }
       for (int j = 0; j < np_; j++) CHECK(clReleaseEvent(pending[j]));
-      if (*m == 'I' || *m == 'J') {
+      if (with_reader) {
         reading = 0;
         pthread_join(rd, NULL);
       }
@@ -197,6 +222,9 @@ int main(int argc, char **argv) {
                "release %7.2f  krel %7.2f  (µs mean)\n",
                *m, i, t_clone / ran, t_enq / ran, t_cb / ran, t_flush / ran, t_wait / ran,
                t_rel / ran, t_krel / ran);
+      if (with_reader && (round == 1 || getenv("EVCOST_BOTH")))
+        printf("  the reader: %ld reads, %.1f µs a read\n", reads_done,
+               reads_done ? reads_us / reads_done : 0.0);
     }
   }
   return 0;

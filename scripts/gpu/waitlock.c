@@ -11,11 +11,13 @@
 //   w  the main thread blocks in clWaitForEvents (the benchmark LPs, pyopencl's .wait())
 //   p  the main thread polls the event's status every 50 µs (no blocking call)
 //   r  the main thread blocks in a blocking read queued after the kernel (OpenCV, tinygrad)
+//   e  r made non-blocking, then a clWaitForEvents on the read's event (what the layer
+//      could turn an LP application's blocking transfers into)
 //
 // Build here: gcc -O2 -o carry/probe/waitlock scripts/gpu/waitlock.c -lOpenCL -lpthread
 // Run on the GPU machine: LD_LIBRARY_PATH=/usr/local/cuda/targets/x86_64-linux/lib
 //   OCL_ICD_FILENAMES=/lib/libnvidia-opencl.so.1 carry/probe/waitlock 20 20 [MODES]
-// (rounds, KERNEL_MS; MODES default "wpr").
+// (rounds, KERNEL_MS; MODES default "wpre").
 #include "probe.h"
 
 
@@ -50,7 +52,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   int rounds = argc > 1 ? atoi(argv[1]) : 20;
   double kernel_ms = argc > 2 ? atof(argv[2]) : 20;
-  const char *modes = argc > 3 ? argv[3] : "wpr";
+  const char *modes = argc > 3 ? argv[3] : "wpre";
   cl_platform_id plat;
   cl_device_id dev;
   CHECK(clGetPlatformIDs(1, &plat, NULL));
@@ -106,6 +108,12 @@ int main(int argc, char **argv) {
           usleep(50);
           CHECK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
         }
+      } else if (*m == 'e') {
+        cl_event re;
+        CHECK(clEnqueueReadBuffer(q, buf, CL_FALSE, 0, items * 4, host, 0, NULL, &re));
+        CHECK(clFlush(q));
+        CHECK(clWaitForEvents(1, &re));
+        CHECK(clReleaseEvent(re));
       } else {
         CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, items * 4, host, 0, NULL, NULL));
       }
