@@ -799,7 +799,7 @@ impl Submitter {
                     let t = target as f64;
                     let budget = t - m.fit().map_or(0.0, |f| f.0).min(t / 2.0);
                     match profiles::rows_within(pk, p.rows_done(), budget, p.wave_rows()) {
-                        Some(rows) => p.take(rows),
+                        Some(rows) => p.take(rows, &m),
                         None => {
                             let recent = self.recent.filter(|r| r.0 == l.key).map(|r| r.1);
                             let t = softpreempt_sched::adapted_target(&m, recent, target);
