@@ -15,12 +15,14 @@ use common::{ok, Env};
 use managed_common as mc;
 use opencl_sys::*;
 use serde_json::Value;
+use std::ffi::c_void;
 use std::path::Path;
 use std::process::Command;
 
 const ROLE: &str = "SP_TRACE_ROLE";
 const DIRECT_ROLE: &str = "SP_TRACE_DIRECT_ROLE";
 const IDLE_ROLE: &str = "SP_TRACE_IDLE_ROLE";
+const BLOCKING_ROLE: &str = "SP_TRACE_BLOCKING_ROLE";
 /// The long launches of the idle-path test: `LONG_MS` each, timed on the bare vendor first,
 /// so that the short one, pushed `PUSH_AFTER_MS` after them, comes while the first runs.
 const LONG_ITEMS: usize = 64 * 1024;
@@ -151,6 +153,89 @@ fn idle_child_role() {
         // SAFETY: queues this function created.
         ok(unsafe { clReleaseCommandQueue(q) });
     }
+}
+
+/// The child of the blocking-transfer test, with control words in a device buffer written
+/// through a second queue (as on NVIDIA; `SOFTPREEMPT_TEST_BUFFER_WORDS`) and every launch
+/// a yielding run asked to stop at random (`yielding = "chaos"`): while a long launch of
+/// queue `a` runs, the same thread reads from queue `b` of the same context, blocking, over
+/// and over; then once more after `a` is done. It prints how many reads overlapped the
+/// launch (`@reads N`). Each read must give the data, and the launch its results.
+#[test]
+fn blocking_child_role() {
+    if std::env::var_os(BLOCKING_ROLE).is_none() {
+        return;
+    }
+    // Before the layer's first look at it (the first OpenCL call comes after).
+    std::env::set_var("SOFTPREEMPT_TEST_BUFFER_WORDS", "1");
+    mc::init("slice = \"always\"\nyielding = \"chaos\"");
+    let env = Env::sp();
+    let mut err = CL_SUCCESS;
+    // SAFETY: the environment's live context and device.
+    let b = unsafe {
+        clCreateCommandQueueWithProperties(env.context, env.device, std::ptr::null(), &mut err)
+    };
+    ok(err);
+    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    let n = LONG_ITEMS;
+    let out = env.buffer(n * 4);
+    mc::arg(k, 0, out);
+    mc::arg(k, 1, 7u32);
+    mc::arg(k, 2, ITERS);
+    const WORDS: usize = 1024;
+    let data: Vec<u32> = (0..WORDS as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let small = env.buffer(WORDS * 4);
+    env.write(small, &data);
+    let mut ev: cl_event = std::ptr::null_mut();
+    ok(mc::enqueue(
+        env.queue,
+        k,
+        None,
+        &[n],
+        Some(&[64]),
+        &[],
+        Some(&mut ev),
+    ));
+    // SAFETY: the environment's queue.
+    ok(unsafe { clFlush(env.queue) });
+    let mut got = vec![0u32; WORDS];
+    let mut read = || {
+        got.fill(0);
+        // SAFETY: a blocking read of `small` into `got`, on queue `b`.
+        ok(unsafe {
+            clEnqueueReadBuffer(
+                b,
+                small,
+                CL_TRUE,
+                0,
+                WORDS * 4,
+                got.as_mut_ptr() as *mut c_void,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            )
+        });
+        assert_eq!(got, data, "{}", mc::first_difference(&got, &data));
+    };
+    let mut reads = 0;
+    while mc::status(ev) != CL_COMPLETE as cl_int {
+        read();
+        reads += 1;
+    }
+    // SAFETY: the launch's event.
+    ok(unsafe { clReleaseEvent(ev) });
+    mc::finish(env.queue);
+    read();
+    println!("@reads {reads}");
+    if let Some(m) = mc::check_fill(&env.read::<u32>(out, n), 0, 7, ITERS) {
+        panic!("results: {m}");
+    }
+    // SAFETY: the queue this function created.
+    ok(unsafe { clReleaseCommandQueue(b) });
 }
 
 /// The `iters` that make a `fill` of `LONG_ITEMS` take about `LONG_MS` on the bare vendor
@@ -378,5 +463,44 @@ fn a_command_pushed_while_pieces_retire_reaches_the_vendor_at_once() {
         submitted_ns(short) < end_ns(long[1]),
         "the short launch reached the vendor {:.3} ms after the long ones completed",
         (submitted_ns(short) - end_ns(long[1])) / 1e6
+    );
+}
+
+/// While a yielding run whose yield word only a vendor call can write is on the device, a
+/// blocking read of another queue of the process waits apart (a "wait" span on that
+/// queue's track: NVIDIA would hold the yield-word write behind it); once no run is,
+/// blocking reads go to the vendor as made (at most one span per read that overlapped the
+/// run, none for the read after it). Whether a run saw its yield word in time is PoCL's
+/// affair here (it may run the second queue's write after the kernel); the spans need runs
+/// on the device, which is what they count.
+#[test]
+fn blocking_transfers_beside_a_yielding_run_wait_apart() {
+    if std::env::var_os(BLOCKING_ROLE).is_some() {
+        return;
+    }
+    let dir = mc::private_dir("trace-blocking");
+    let out = run_role("blocking_child_role", BLOCKING_ROLE, &dir);
+    let reads: usize = out
+        .lines()
+        .find_map(|l| l.split_once("@reads ").map(|(_, v)| v))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    let events = read_trace(&dir.join("traces"));
+    let waits: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "wait")
+        .collect();
+    assert!(
+        !waits.is_empty(),
+        "no read waited apart of {reads}: {events:?}"
+    );
+    assert!(
+        waits.len() <= reads,
+        "{} spans for {reads} reads",
+        waits.len()
+    );
+    assert!(
+        waits.iter().all(|e| e["tid"] == waits[0]["tid"]),
+        "all on queue b's track: {waits:?}"
     );
 }

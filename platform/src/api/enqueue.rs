@@ -14,6 +14,7 @@ use crate::core::error::{check, CLResult};
 use crate::core::events::{InnerEvents, OutEvent};
 use crate::core::forward::Inner;
 use crate::core::handle::Obj;
+use crate::core::managed::Managed;
 use crate::core::objects::{Kernel, Mem, Queue};
 
 use super::defer;
@@ -129,6 +130,17 @@ fn submit<T>(
     submit_with(q, InnerEvents::wait_list(n, list)?, event, call)
 }
 
+/// `submit_blocking!(q, wait, flag, (n, list, event), clEnqueueFoo(a, flag, b))`:
+/// [`submit!`] for a command that may block, waiting as `wait` says, with `flag` the
+/// blocking flag it chose (see [`Wait::call`]).
+macro_rules! submit_blocking {
+    ($q:expr, $wait:expr, $flag:ident, ($n:expr, $list:expr, $ev:expr), $f:ident($($a:expr),* $(,)?)) => {
+        submit($q, $n, $list, $ev, |i, n, wl, ev| {
+            $wait.call(i, ev, |$flag, ev| vtry!(i.vt, $f(i.h, $($a,)* n, wl, ev)))
+        })
+    };
+}
+
 /// `submit!(q, (n, list, event), clEnqueueFoo(a, b))` calls the vendor's
 /// `clEnqueueFoo(inner_queue, a, b, n', list', event')` through [`submit`].
 macro_rules! submit {
@@ -150,18 +162,101 @@ fn ptr_or_null<T>(v: &[T]) -> *const T {
     }
 }
 
-/// Runs `f`, a command that blocks when `flag` is set. On an in-order queue a blocking
-/// command returns only once every earlier command of the queue has completed, so the
-/// watched direct commands before it are seen complete then (see
-/// `Managed::complete_upto`).
-fn blocking<T>(q: &Obj<Queue>, flag: cl_bool, f: impl FnOnce() -> CLResult<T>) -> CLResult<T> {
+/// Runs `f`, a command that blocks when `flag` is set, with how it is to wait ([`Wait`]).
+/// On an in-order queue a blocking command returns only once every earlier command of the
+/// queue has completed, so the watched direct commands before it are seen complete then
+/// (see `Managed::complete_upto`).
+fn blocking<T>(
+    q: &Obj<Queue>,
+    flag: cl_bool,
+    n_waits: cl_uint,
+    f: impl FnOnce(Wait<'_>) -> CLResult<T>,
+) -> CLResult<T> {
     let Some(m) = q.get().managed.as_ref().filter(|_| flag != CL_FALSE) else {
-        return f();
+        return f(Wait { flag, m: None });
     };
     let mark = m.vendor_mark();
-    let r = f()?;
+    // A wait list's failed event is the vendor's to answer for as it does (PoCL 3.1 gives
+    // CL_SUCCESS, and at times crashes, where the spec says
+    // CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST): such a command blocks as made.
+    let r = f(Wait {
+        flag,
+        m: (n_waits == 0).then_some(&**m),
+    })?;
     m.complete_upto(mark);
     Ok(r)
+}
+
+/// How a blocking command of a managed queue waits. Blocking, as the application made it,
+/// unless a yielding run of this process is on a device and only a vendor call can ask it
+/// to stop (`yielding::runs_written_by_vendor`): then the command is made non-blocking and
+/// its event waited for, which holds none of the context's other threads (NVIDIA holds them
+/// all behind a blocking transfer, the watcher's yield-word write included). Decided when
+/// the command reaches the vendor, after its own queue's FIFO drained: a client with one
+/// queue then has no run on the device, and its transfers stay as they were.
+struct Wait<'a> {
+    /// The application's blocking flag.
+    flag: cl_bool,
+    /// The queue, where the command may wait apart (a managed queue's blocking command
+    /// with no wait list).
+    m: Option<&'a Managed>,
+}
+
+impl Wait<'_> {
+    /// Runs `f`, the vendor call, with the blocking flag and the event slot to give the
+    /// vendor: the application's own, or, waiting apart, `CL_FALSE` and the slot `ev` (one
+    /// of ours when `ev` is NULL), then waits for that event. The application sees what
+    /// the blocking call gives: the command complete on return. A command that failed (it,
+    /// or an earlier one of the in-order queue) gives the wait's error, the spec's answer
+    /// for a blocking transfer, and no event.
+    fn call<T>(
+        self,
+        i: &Inner<cl_command_queue>,
+        ev: *mut cl_event,
+        f: impl FnOnce(cl_bool, *mut cl_event) -> CLResult<T>,
+    ) -> CLResult<T> {
+        let Some(m) = self
+            .m
+            .filter(|_| crate::core::managed::yielding::runs_written_by_vendor() > 0)
+        else {
+            return f(self.flag, ev);
+        };
+        let from = crate::trace::enabled().then(crate::trace::now_ns);
+        let mut own: cl_event = std::ptr::null_mut();
+        let slot = if ev.is_null() {
+            &mut own as *mut cl_event
+        } else {
+            ev
+        };
+        let r = f(CL_FALSE, slot)?;
+        // SAFETY: `slot` is `own` or the caller's out-slot, which the vendor filled.
+        let e = unsafe { slot.read() };
+        let rc = if e.is_null() {
+            // No event came back: the queue's end is this command's end.
+            vcall!(i.vt, clFinish(i.h))
+        } else {
+            // "Any blocking commands queued in a command-queue ... perform an implicit
+            // flush of the command-queue. These blocking commands are ... clWaitForEvents"
+            // (OpenCL 3.0, 5.15): no clFlush first.
+            vcall!(i.vt, clWaitForEvents(1, &e))
+        };
+        if rc != CL_SUCCESS && !e.is_null() {
+            // "CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST if the read and write
+            // operations are blocking and the execution status of any of the events in
+            // event_wait_list is a negative integer value" (clEnqueueReadBuffer): what
+            // clWaitForEvents says of a failed command too. An error: no event reaches
+            // the application.
+            // SAFETY: the event the vendor just made, released once; the slot is cleared.
+            unsafe { slot.write(std::ptr::null_mut()) };
+            vcall!(i.vt, clReleaseEvent(e));
+        } else if !own.is_null() {
+            vcall!(i.vt, clReleaseEvent(own));
+        }
+        if let Some(from) = from {
+            crate::trace::wait_apart(&m.label, from, crate::trace::now_ns());
+        }
+        check(rc).map(|()| r)
+    }
 }
 
 pub fn enqueue_read_buffer(
@@ -177,9 +272,11 @@ pub fn enqueue_read_buffer(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
-    blocking(q, blocking_read, || {
-        submit!(
+    blocking(q, blocking_read, num_events_in_wait_list, |wait| {
+        submit_blocking!(
             q,
+            wait,
+            blocking_read,
             (num_events_in_wait_list, event_wait_list, event),
             clEnqueueReadBuffer(b, blocking_read, offset, size, ptr)
         )
@@ -199,9 +296,11 @@ pub fn enqueue_write_buffer(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
-    blocking(q, blocking_write, || {
-        submit!(
+    blocking(q, blocking_write, num_events_in_wait_list, |wait| {
+        submit_blocking!(
             q,
+            wait,
+            blocking_write,
             (num_events_in_wait_list, event_wait_list, event),
             clEnqueueWriteBuffer(b, blocking_write, offset, size, ptr)
         )
@@ -243,9 +342,11 @@ pub fn enqueue_read_image(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let m = mem(q, image)?;
-    blocking(q, blocking_read, || {
-        submit!(
+    blocking(q, blocking_read, num_events_in_wait_list, |wait| {
+        submit_blocking!(
             q,
+            wait,
+            blocking_read,
             (num_events_in_wait_list, event_wait_list, event),
             clEnqueueReadImage(
                 m,
@@ -275,9 +376,11 @@ pub fn enqueue_write_image(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let m = mem(q, image)?;
-    blocking(q, blocking_write, || {
-        submit!(
+    blocking(q, blocking_write, num_events_in_wait_list, |wait| {
+        submit_blocking!(
             q,
+            wait,
+            blocking_write,
             (num_events_in_wait_list, event_wait_list, event),
             clEnqueueWriteImage(
                 m,
@@ -374,29 +477,31 @@ pub fn enqueue_map_buffer(
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
     check_map_flags(map_flags)?;
-    blocking(q, blocking_map, || {
+    blocking(q, blocking_map, num_events_in_wait_list, |wait| {
         submit(
             q,
             num_events_in_wait_list,
             event_wait_list,
             event,
             |i, n, wl, ev| {
-                with_errcode(|err| {
-                    Ok(vcall!(
-                        i.vt,
-                        clEnqueueMapBuffer(
-                            i.h,
-                            b,
-                            blocking_map,
-                            map_flags,
-                            offset,
-                            size,
-                            n,
-                            wl,
-                            ev,
-                            err
-                        )
-                    ))
+                wait.call(i, ev, |blocking_map, ev| {
+                    with_errcode(|err| {
+                        Ok(vcall!(
+                            i.vt,
+                            clEnqueueMapBuffer(
+                                i.h,
+                                b,
+                                blocking_map,
+                                map_flags,
+                                offset,
+                                size,
+                                n,
+                                wl,
+                                ev,
+                                err
+                            )
+                        ))
+                    })
                 })
             },
         )
@@ -419,31 +524,33 @@ pub fn enqueue_map_image(
     let q = queue(command_queue)?;
     let m = mem(q, image)?;
     check_map_flags(map_flags)?;
-    blocking(q, blocking_map, || {
+    blocking(q, blocking_map, num_events_in_wait_list, |wait| {
         submit(
             q,
             num_events_in_wait_list,
             event_wait_list,
             event,
             |i, n, wl, ev| {
-                with_errcode(|err| {
-                    Ok(vcall!(
-                        i.vt,
-                        clEnqueueMapImage(
-                            i.h,
-                            m,
-                            blocking_map,
-                            map_flags,
-                            origin,
-                            region,
-                            image_row_pitch,
-                            image_slice_pitch,
-                            n,
-                            wl,
-                            ev,
-                            err
-                        )
-                    ))
+                wait.call(i, ev, |blocking_map, ev| {
+                    with_errcode(|err| {
+                        Ok(vcall!(
+                            i.vt,
+                            clEnqueueMapImage(
+                                i.h,
+                                m,
+                                blocking_map,
+                                map_flags,
+                                origin,
+                                region,
+                                image_row_pitch,
+                                image_slice_pitch,
+                                n,
+                                wl,
+                                ev,
+                                err
+                            )
+                        ))
+                    })
                 })
             },
         )
@@ -701,9 +808,11 @@ pub fn enqueue_read_buffer_rect(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
-    blocking(q, blocking_read, || {
-        submit!(
+    blocking(q, blocking_read, num_events_in_wait_list, |wait| {
+        submit_blocking!(
             q,
+            wait,
+            blocking_read,
             (num_events_in_wait_list, event_wait_list, event),
             clEnqueueReadBufferRect(
                 b,
@@ -739,9 +848,11 @@ pub fn enqueue_write_buffer_rect(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     let b = mem(q, buffer)?;
-    blocking(q, blocking_write, || {
-        submit!(
+    blocking(q, blocking_write, num_events_in_wait_list, |wait| {
+        submit_blocking!(
             q,
+            wait,
+            blocking_write,
             (num_events_in_wait_list, event_wait_list, event),
             clEnqueueWriteBufferRect(
                 b,
@@ -945,9 +1056,11 @@ pub fn enqueue_svm_memcpy(
     event: *mut cl_event,
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
-    blocking(q, blocking_copy, || {
-        submit!(
+    blocking(q, blocking_copy, num_events_in_wait_list, |wait| {
+        submit_blocking!(
             q,
+            wait,
+            blocking_copy,
             (num_events_in_wait_list, event_wait_list, event),
             clEnqueueSVMMemcpy(blocking_copy, dst_ptr, src_ptr, size)
         )
@@ -984,9 +1097,11 @@ pub fn enqueue_svm_map(
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
     check_map_flags(flags)?;
-    blocking(q, blocking_map, || {
-        submit!(
+    blocking(q, blocking_map, num_events_in_wait_list, |wait| {
+        submit_blocking!(
             q,
+            wait,
+            blocking_map,
             (num_events_in_wait_list, event_wait_list, event),
             clEnqueueSVMMap(blocking_map, flags, svm_ptr, size)
         )

@@ -155,6 +155,12 @@ pub fn drain(queue: &str, from_ns: u64, to_ns: u64) {
     with_writer(|w| w.complete(queue, "drain", "drain", from_ns, to_ns, &[]));
 }
 
+/// The application's thread waited from `from_ns` to `to_ns` for a blocking transfer of
+/// `queue` that the layer enqueued non-blocking (`Managed::waits_apart`).
+pub fn wait_apart(queue: &str, from_ns: u64, to_ns: u64) {
+    with_writer(|w| w.complete(queue, "blocking transfer", "wait", from_ns, to_ns, &[]));
+}
+
 /// `queue` got a grant at `at_ns` (`share`: by the min-share rule).
 pub fn grant(queue: &str, at_ns: u64, share: bool) {
     with_writer(|w| w.instant(queue, "grant", "grant", at_ns, &[("share", share.into())]));

@@ -27,7 +27,7 @@ use once_cell::sync::Lazy;
 use softpreempt_sched::{Arbiter, DeviceClaim};
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -337,7 +337,7 @@ impl Control {
         // released, is undefined. So the words hold the context (released in `Drop`
         // after the words are freed, as fields drop after `drop`).
         let ctx = HeldContext::retain(&q.child(ctx))?;
-        let words = if fine_grained_svm(device) {
+        let words = if fine_grained_svm(device) && !test_buffer_words() {
             let alloc = ctx.vt.clSVMAlloc?;
             let flags = CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS;
             // SAFETY: the vendor's context; 64 bytes at the default alignment.
@@ -504,6 +504,15 @@ impl Drop for Control {
     }
 }
 
+/// A test hook, not a setting: with `SOFTPREEMPT_TEST_BUFFER_WORDS` set, control words
+/// are a device buffer written through a second queue on every device, as on NVIDIA, so
+/// tests on PoCL reach that path (`tests/managed_trace.rs`).
+fn test_buffer_words() -> bool {
+    static ON: Lazy<bool> =
+        Lazy::new(|| std::env::var_os("SOFTPREEMPT_TEST_BUFFER_WORDS").is_some());
+    *ON
+}
+
 /// Whether the device has fine-grained SVM buffers with atomics.
 fn fine_grained_svm(device: &Inner<cl_device_id>) -> bool {
     let mut caps: cl_device_svm_capabilities = 0;
@@ -524,6 +533,22 @@ fn fine_grained_svm(device: &Inner<cl_device_id>) -> bool {
     rc == CL_SUCCESS && caps & want == want
 }
 
+/// Runs of this process on a device now whose yield word only a vendor call can write
+/// (`Words::Buffer`: NVIDIA). See [`runs_written_by_vendor`].
+static VENDOR_WORD_RUNS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many of this process's runs on a device now need a vendor call to be asked to stop.
+/// While there are any, a blocking transfer of another queue (or thread) of the process is
+/// made non-blocking and its event waited for (`api::enqueue::blocking`): NVIDIA holds a
+/// context's other threads while one blocks in a blocking transfer, and a yield-word write
+/// waited 18 ms there, to the end of the 20 ms kernel it was to stop, against 0.1 ms beside
+/// a thread waiting for an event (`scripts/gpu/waitlock.c`; `docs/benchmarks.md`,
+/// session 35). Only then: done for every blocking transfer of a low queue, it cost the
+/// OpenCV pair's LP 5-13% on an H100.
+pub fn runs_written_by_vendor() -> usize {
+    VENDOR_WORD_RUNS.load(Ordering::Acquire)
+}
+
 /// A run on the device, as the watcher sees it.
 pub struct Running {
     control: Arc<Control>,
@@ -533,6 +558,24 @@ pub struct Running {
     asked: AtomicBool,
     /// `yielding = "chaos"`: when to ask anyway (`monotonic_ns`).
     chaos_at: Option<u64>,
+    /// Counted in [`VENDOR_WORD_RUNS`]: until [`finish`], or until dropped if it never
+    /// came (the watcher may hold the run a while after it ended).
+    vendor_word: AtomicBool,
+}
+
+impl Running {
+    /// The run is off the device: it no longer counts in [`VENDOR_WORD_RUNS`] (once).
+    fn off_device(&self) {
+        if self.vendor_word.swap(false, Ordering::AcqRel) {
+            VENDOR_WORD_RUNS.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.off_device();
+    }
 }
 
 impl Running {
@@ -627,7 +670,11 @@ pub fn start(
             // Draws in [0, 2000) are "at once".
             softpreempt_sched::monotonic_ns() + random_below(4_000).saturating_sub(2_000) * 1_000
         }),
+        vendor_word: AtomicBool::new(matches!(control.words, Words::Buffer { .. })),
     });
+    if r.vendor_word.load(Ordering::Acquire) {
+        VENDOR_WORD_RUNS.fetch_add(1, Ordering::AcqRel);
+    }
     let w = m.arbiter.as_ref().map(watcher);
     if let Some(w) = &w {
         w.running
@@ -659,6 +706,7 @@ pub fn start(
 
 /// The run has completed: the watcher forgets it; returns its claim.
 pub fn finish(m: &Managed, r: &Arc<Running>) -> Option<DeviceClaim> {
+    r.off_device();
     if let Some(a) = &m.arbiter {
         watcher(a)
             .running
