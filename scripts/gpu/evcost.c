@@ -111,11 +111,7 @@ int main(int argc, char **argv) {
   CHECK(err);
   q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
   CHECK(err);
-  cl_program p = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
-  CHECK(err);
-  CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
-  kern = clCreateKernel(p, "k", &err);
-  CHECK(err);
+  kern = probe_kernel(ctx, dev);
   buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, items * 4, NULL, &err);
   CHECK(err);
   CHECK(clSetKernelArg(kern, 0, sizeof buf, &buf));

@@ -1,6 +1,7 @@
-// What the GPU probes (evcost.c, waitlock.c) share: the OpenCL headers, a monotonic clock
-// in µs, a check that exits on the first failed call, and their kernel (each item runs
-// `n` dependent multiply-adds, so `n` sets a launch's length).
+// What the GPU probes (evcost.c, waitlock.c, twoqueue.c) share: the OpenCL headers, a
+// monotonic clock in µs, a check that exits on the first failed call, their kernel (each
+// item runs `n` dependent multiply-adds, so `n` sets a launch's length), how it is built,
+// and its calibration.
 #ifndef SOFTPREEMPT_PROBE_H
 #define SOFTPREEMPT_PROBE_H
 #define CL_TARGET_OPENCL_VERSION 300
@@ -30,4 +31,34 @@ static inline double now_us(void) {
 static const char *SRC =
     "__kernel void k(__global float *a, int n) { int i = get_global_id(0);"
     " float v = a[i]; for (int j = 0; j < n; j++) v = v * 1.0001f + 0.5f; a[i] = v; }";
+
+// The kernel `k` of SRC, built for `dev` in `ctx`.
+static inline cl_kernel probe_kernel(cl_context ctx, cl_device_id dev) {
+  cl_int err;
+  cl_program p = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
+  CHECK(err);
+  CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
+  cl_kernel k = clCreateKernel(p, "k", &err);
+  CHECK(err);
+  CHECK(clReleaseProgram(p));
+  return k;
+}
+
+// Sets the kernel's `n` (argument 1) so that one launch of `items` items (`local`: the
+// local size, or NULL) takes about `ms` on `q`, and returns it.
+static inline int calibrate(cl_command_queue q, cl_kernel k, size_t items, const size_t *local,
+                            double ms) {
+  int iters = 1000;
+  for (int c = 0; c < 6; c++) {
+    CHECK(clSetKernelArg(k, 1, sizeof iters, &iters));
+    double t0 = now_us();
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &items, local, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    double took = now_us() - t0;
+    iters = (int)(iters * (ms * 1e3 / (took > 1 ? took : 1)));
+    if (iters < 1) iters = 1;
+  }
+  CHECK(clSetKernelArg(k, 1, sizeof iters, &iters));
+  return iters;
+}
 #endif

@@ -66,11 +66,7 @@ int main(int argc, char **argv) {
   CHECK(err);
   q2 = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
   CHECK(err);
-  cl_program p = clCreateProgramWithSource(ctx, 1, &SRC, NULL, &err);
-  CHECK(err);
-  CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
-  cl_kernel k = clCreateKernel(p, "k", &err);
-  CHECK(err);
+  cl_kernel k = probe_kernel(ctx, dev);
   size_t items = 1 << 16;
   cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, items * 4, NULL, &err);
   CHECK(err);
@@ -78,18 +74,7 @@ int main(int argc, char **argv) {
   CHECK(err);
   float *host = malloc(items * 4);
   CHECK(clSetKernelArg(k, 0, sizeof buf, &buf));
-  // Calibrate the loop count to about kernel_ms.
-  int iters = 1000;
-  for (int c = 0; c < 6; c++) {
-    CHECK(clSetKernelArg(k, 1, sizeof iters, &iters));
-    double t0 = now_us();
-    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &items, NULL, 0, NULL, NULL));
-    CHECK(clFinish(q));
-    double took = now_us() - t0;
-    iters = (int)(iters * (kernel_ms * 1e3 / (took > 1 ? took : 1)));
-    if (iters < 1) iters = 1;
-  }
-  CHECK(clSetKernelArg(k, 1, sizeof iters, &iters));
+  calibrate(q, k, items, NULL, kernel_ms);
   printf("device: %s, %d rounds, kernel about %.1f ms\n", name, rounds, kernel_ms);
   for (const char *m = modes; *m; m++) {
     double sum[4] = {0}, max[4] = {0};
