@@ -539,7 +539,7 @@ static VENDOR_WORD_RUNS: AtomicUsize = AtomicUsize::new(0);
 
 /// How many of this process's runs on a device now need a vendor call to be asked to stop.
 /// While there are any, a blocking transfer of another queue (or thread) of the process is
-/// made non-blocking and its event waited for (`api::enqueue::blocking`): NVIDIA holds a
+/// made non-blocking and its event waited for (`api::enqueue::Wait`): NVIDIA holds a
 /// context's other threads while one blocks in a blocking transfer, and a yield-word write
 /// waited 18 ms there, to the end of the 20 ms kernel it was to stop, against 0.1 ms beside
 /// a thread waiting for an event (`scripts/gpu/waitlock.c`; `docs/benchmarks.md`,
@@ -563,15 +563,6 @@ pub struct Running {
     vendor_word: AtomicBool,
 }
 
-impl Running {
-    /// The run is off the device: it no longer counts in [`VENDOR_WORD_RUNS`] (once).
-    fn off_device(&self) {
-        if self.vendor_word.swap(false, Ordering::AcqRel) {
-            VENDOR_WORD_RUNS.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-}
-
 impl Drop for Running {
     fn drop(&mut self) {
         self.off_device();
@@ -579,6 +570,13 @@ impl Drop for Running {
 }
 
 impl Running {
+    /// The run is off the device: it no longer counts in [`VENDOR_WORD_RUNS`] (once).
+    fn off_device(&self) {
+        if self.vendor_word.swap(false, Ordering::AcqRel) {
+            VENDOR_WORD_RUNS.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
     /// Whether the watcher asked this run to stop (then the ticket tells where it got).
     pub fn asked(&self) -> bool {
         self.asked.load(Ordering::Acquire)
