@@ -47,42 +47,7 @@ struct clone_job {
 };
 
 static cl_kernel pool[4];
-static volatile int reading;
-static int reader_events;     // K: non-blocking reads and clWaitForEvents
-static long reads_done;
-static double reads_us;
-
-// Mode I's other thread: blocking reads, as the application's thread does beside the submitter.
-static void *reader(void *arg) {
-  cl_device_id dev = arg;
-  cl_int err;
-  cl_command_queue q2 = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
-  CHECK(err);
-  size_t size = 4 << 20;
-  cl_mem big = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
-  CHECK(err);
-  void *host = malloc(size);
-  reads_done = 0;
-  reads_us = 0;
-  while (reading) {
-    double t0 = now_us();
-    if (reader_events) {
-      cl_event e;
-      CHECK(clEnqueueReadBuffer(q2, big, CL_FALSE, 0, size, host, 0, NULL, &e));
-      CHECK(clFlush(q2));
-      CHECK(clWaitForEvents(1, &e));
-      CHECK(clReleaseEvent(e));
-    } else {
-      CHECK(clEnqueueReadBuffer(q2, big, CL_TRUE, 0, size, host, 0, NULL, NULL));
-    }
-    reads_us += now_us() - t0;
-    reads_done++;
-  }
-  free(host);
-  CHECK(clReleaseMemObject(big));
-  CHECK(clReleaseCommandQueue(q2));
-  return NULL;
-}
+static struct reader rd_state;
 
 static void *make_clone(void *arg) {
   struct clone_job *j = arg;
@@ -133,9 +98,8 @@ int main(int argc, char **argv) {
       pthread_t rd;
       int with_reader = *m == 'I' || *m == 'J' || *m == 'K';
       if (with_reader) {
-        reader_events = *m == 'K';
-        reading = 1;
-        pthread_create(&rd, NULL, reader, dev);
+        rd_state = (struct reader){.ctx = ctx, .dev = dev, .running = 1, .with_events = *m == 'K'};
+        pthread_create(&rd, NULL, reader, &rd_state);
       }
       double start = now_us();
       int i;
@@ -209,7 +173,7 @@ int main(int argc, char **argv) {
       }
       for (int j = 0; j < np_; j++) CHECK(clReleaseEvent(pending[j]));
       if (with_reader) {
-        reading = 0;
+        rd_state.running = 0;
         pthread_join(rd, NULL);
       }
       int ran = i > 0 ? i : 1;
@@ -219,8 +183,8 @@ int main(int argc, char **argv) {
                *m, i, t_clone / ran, t_enq / ran, t_cb / ran, t_flush / ran, t_wait / ran,
                t_rel / ran, t_krel / ran);
       if (with_reader && (round == 1 || getenv("EVCOST_BOTH")))
-        printf("  the reader: %ld reads, %.1f µs a read\n", reads_done,
-               reads_done ? reads_us / reads_done : 0.0);
+        printf("  the reader: %ld reads, %.1f µs a read\n", rd_state.reads,
+               rd_state.reads ? rd_state.us / rd_state.reads : 0.0);
     }
   }
   return 0;

@@ -1,7 +1,7 @@
 // What the GPU probes (evcost.c, waitlock.c, twoqueue.c) share: the OpenCL headers, a
 // monotonic clock in µs, a check that exits on the first failed call, their kernel (each
 // item runs `n` dependent multiply-adds, so `n` sets a launch's length), how it is built,
-// and its calibration.
+// its calibration, and a thread that reads 4 MiB over and over on a queue of its own.
 #ifndef SOFTPREEMPT_PROBE_H
 #define SOFTPREEMPT_PROBE_H
 #define CL_TARGET_OPENCL_VERSION 300
@@ -60,5 +60,48 @@ static inline int calibrate(cl_command_queue q, cl_kernel k, size_t items, const
   }
   CHECK(clSetKernelArg(k, 1, sizeof iters, &iters));
   return iters;
+}
+
+// What a reader thread (`reader`) reads with, and what it did.
+struct reader {
+  cl_context ctx;
+  cl_device_id dev;
+  volatile int running;  // cleared to stop it
+  int with_events;       // non-blocking reads, each waited for with clWaitForEvents
+  long reads;
+  double us;             // total µs in its reads
+};
+
+// A thread (`pthread_create(&t, NULL, reader, &r)`) that reads 4 MiB from a buffer on a
+// queue of its own of `r->ctx`, blocking (or, `with_events`, non-blocking and waiting for
+// the read's event) until `running` is cleared: an application's thread beside another.
+static inline void *reader(void *arg) {
+  struct reader *r = arg;
+  cl_int err;
+  cl_command_queue q = clCreateCommandQueueWithProperties(r->ctx, r->dev, NULL, &err);
+  CHECK(err);
+  size_t size = 4 << 20;
+  cl_mem big = clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, size, NULL, &err);
+  CHECK(err);
+  void *host = malloc(size);
+  r->reads = 0;
+  r->us = 0;
+  while (r->running) {
+    double t0 = now_us();
+    if (r->with_events) {
+      cl_event e;
+      CHECK(clEnqueueReadBuffer(q, big, CL_FALSE, 0, size, host, 0, NULL, &e));
+      CHECK(clWaitForEvents(1, &e));
+      CHECK(clReleaseEvent(e));
+    } else {
+      CHECK(clEnqueueReadBuffer(q, big, CL_TRUE, 0, size, host, 0, NULL, NULL));
+    }
+    r->us += now_us() - t0;
+    r->reads++;
+  }
+  free(host);
+  CHECK(clReleaseMemObject(big));
+  CHECK(clReleaseCommandQueue(q));
+  return NULL;
 }
 #endif

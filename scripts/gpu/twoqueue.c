@@ -16,28 +16,6 @@
 
 static cl_context ctx;
 static cl_device_id dev;
-static volatile int reading = 1;
-static long reads;
-
-static void *reader(void *arg) {
-  (void)arg;
-  cl_int err;
-  cl_command_queue b = clCreateCommandQueueWithProperties(ctx, dev, NULL, &err);
-  CHECK(err);
-  size_t size = 4 << 20;
-  cl_mem big = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
-  CHECK(err);
-  void *host = malloc(size);
-  while (reading) {
-    CHECK(clEnqueueReadBuffer(b, big, CL_TRUE, 0, size, host, 0, NULL, NULL));
-    reads++;
-  }
-  free(host);
-  CHECK(clReleaseMemObject(big));
-  CHECK(clReleaseCommandQueue(b));
-  return NULL;
-}
-
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -80,8 +58,9 @@ int main(int argc, char **argv) {
   printf("ready\n");
   double end = now_us() + seconds * 1e6;
   if (lp) {
+    struct reader r = {.ctx = ctx, .dev = dev, .running = 1};
     pthread_t th;
-    pthread_create(&th, NULL, reader, NULL);
+    pthread_create(&th, NULL, reader, &r);
     long launches = 0;
     double t0 = now_us();
     while (now_us() < end) {
@@ -90,9 +69,9 @@ int main(int argc, char **argv) {
       launches++;
     }
     double took = (now_us() - t0) / 1e6;
-    reading = 0;
+    r.running = 0;
     pthread_join(th, NULL);
-    printf("lp %.2f launches/s, %ld reads\n", launches / took, reads);
+    printf("lp %.2f launches/s, %ld reads\n", launches / took, r.reads);
   } else {
     int cap = (int)(seconds * 60) + 16, n = 0;
     double *lat = malloc(cap * sizeof *lat);
