@@ -11,7 +11,9 @@ at Poisson-spaced times (mean gap --gap-ms); reported per request, over its firs
 (its arrival next to an LP already running) and after it (steady state).
 
 Scenarios, side by side in one invocation: HP alone (bare), HP alone (SoftPreempt, at
-priority high), HP + LP (bare), HP + LP (SoftPreempt, HP high, LP low), LP alone (bare).
+priority high), HP + LP (bare), HP + LP (SoftPreempt, HP high, LP low), LP alone (bare),
+and, on request, LP alone (SoftPreempt: lp-alone-sp) and the LP next to a registered HP that
+sends nothing (corun-sp-idle: what a registered higher priority alone costs the LP).
 Each platform's tinygrad cache (CACHEDB) and vendor kernel cache (XDG_CACHE_HOME) are
 private and warmed once before anything is measured, so measured runs load their kernels
 from tinygrad's binary cache (clCreateProgramWithBinary), as users' second runs do.
@@ -92,8 +94,14 @@ def role_main(role):
         print("ready", flush=True, file=proto)
         # CLOCK_MONOTONIC is system-wide: the LP's completion times are read against it.
         t0 = time.monotonic()
-        lat, at = serve(request, float(os.environ["PAIR_GAP_MS"]),
-                        float(os.environ["PAIR_DURATION"]))
+        if os.environ.get("PAIR_HP_IDLE"):
+            # Registered at its priority, with its kernels and buffers, but sending
+            # nothing: what a registered higher priority alone costs the LP.
+            time.sleep(float(os.environ["PAIR_DURATION"]))
+            lat, at = [], []
+        else:
+            lat, at = serve(request, float(os.environ["PAIR_GAP_MS"]),
+                            float(os.environ["PAIR_DURATION"]))
         print(json.dumps({"lat": lat, "at": at, "window": [t0, time.monotonic()], **plat}),
               file=proto, flush=True)
         return
@@ -110,7 +118,12 @@ def role_main(role):
             opt.step()
         return loss.realize()
 
-    for _ in range(3):  # the JIT captures on the second call and replays from the third
+    # The JIT captures on the second call and replays from the third. The warm run takes
+    # more steps: through SoftPreempt a kernel runs as a yielding launch from its third
+    # launch on, and its persistent entry's first launches pay the vendor's compile (PoCL:
+    # up to half a second a kernel), which the warm run leaves in the caches, as a long
+    # training run leaves it behind its first seconds.
+    for _ in range(12 if warm_only else 3):
         step(x, y).item()
     print("ready", flush=True, file=proto)
     done, loss, done_at = 0, 0.0, []
@@ -169,14 +182,15 @@ def main():
         e.update({k: str(v) for k, v in kw.items()})
         return e
 
-    def scenario(hp_plat, lp_plat, seconds, profile=None, **kw):
+    def scenario(hp_plat, lp_plat, seconds, profile=None, idle=False, **kw):
         stop = os.path.join(work, f"stop-{time.monotonic_ns()}")
         if profile and "sp" in (hp_plat, lp_plat):
             kw["SOFTPREEMPT_PROFILE"] = profile
         lp_env = lp_plat and env(lp_plat, "low" if lp_plat == "sp" else None, PAIR_STOP=stop,
                                  **kw)
         hp_env = hp_plat and env(hp_plat, "high" if hp_plat == "sp" else None, PAIR_STOP=stop,
-                                 PAIR_DURATION=seconds, **kw)
+                                 PAIR_DURATION=seconds, **({"PAIR_HP_IDLE": 1} if idle else {}),
+                                 **kw)
         res = run_scenario(__file__, stop, lp_env, hp_env, seconds, 1.0)
         for role, plat in (("hp", hp_plat), ("lp", lp_plat)):
             if plat and (res[role]["platform"] == "SoftPreempt") != (plat == "sp"):
@@ -187,7 +201,8 @@ def main():
         return res
 
     plan = {"hp-alone": ("bare", None), "hp-alone-sp": ("sp", None),
-            "corun-bare": ("bare", "bare"), "corun-sp": ("sp", "sp"), "lp-alone": (None, "bare")}
+            "corun-bare": ("bare", "bare"), "corun-sp": ("sp", "sp"), "lp-alone": (None, "bare"),
+            "lp-alone-sp": (None, "sp"), "corun-sp-idle": ("sp", "sp")}
     names = a.scenarios.split(",")
     # One warm run per platform fills its caches with both roles' kernels.
     for plat in sorted({p for n in names for p in plan[n] if p}):
@@ -197,7 +212,8 @@ def main():
     rows = {}
     for name in names:
         rows[name] = scenario(*plan[name], a.duration,
-                              profile=a.profile and os.path.join(work, f"profile-{name}.jsonl"))
+                              profile=a.profile and os.path.join(work, f"profile-{name}.jsonl"),
+                              idle=name == "corun-sp-idle")
         print(f"ran {name}", file=sys.stderr, flush=True)
 
     def figures(r):

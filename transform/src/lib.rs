@@ -116,8 +116,7 @@ use std::fmt;
 pub use builtins::GEOMETRY;
 pub use rewrite::{geometry_arg, Rewritten, GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
 pub use yielding::{
-    tickets_taken, yield_geometry_arg, EntryForm, YieldKernel, YieldProgram, ENTRY_PREFIX, TICKET,
-    YIELD_WORD,
+    tickets_taken, yield_geometry_arg, YieldKernel, YieldProgram, ENTRY_PREFIX, TICKET, YIELD_WORD,
 };
 
 /// A set of [`GEOMETRY`] builtins.
@@ -265,16 +264,7 @@ pub fn yielding(analysis: &Analysis) -> Option<YieldProgram> {
 /// [`yielding`], or, when no kernel can be rewritten, each kernel with the reason (to show
 /// users).
 pub fn yielding_or_why(analysis: &Analysis) -> Result<YieldProgram, Vec<(String, String)>> {
-    yielding_in_form(analysis, EntryForm::Chunked)
-}
-
-/// [`yielding_or_why`] with the entries in `form` (the kernels rewritten, and the reasons
-/// for the others, are the same in both).
-pub fn yielding_in_form(
-    analysis: &Analysis,
-    form: EntryForm,
-) -> Result<YieldProgram, Vec<(String, String)>> {
-    let run = std::panic::AssertUnwindSafe(|| yielding::yielding_unguarded(analysis, form));
+    let run = std::panic::AssertUnwindSafe(|| yielding::yielding_unguarded(analysis));
     std::panic::catch_unwind(run).unwrap_or_else(|_| {
         tracing::warn!("yielding rewrite failed; the program's kernels do not yield");
         Err(analysis

@@ -416,36 +416,3 @@ fn kernels_and_helpers_in_headers() {
     assert!(entry(&p, "hk").contains("o[gid(__sp_geom)] = 1;"));
     assert!(entry(&p, "k").contains("o[gid(__sp_geom)] = 2;"));
 }
-
-#[test]
-fn the_per_group_form_takes_one_group_a_ticket_and_the_chunked_form_chunks() {
-    let src = "kernel void k(global int* o) { o[get_global_id(0)] = (int)get_group_id(0); }";
-    let a = analyse(src, &[]);
-    let chunked = crate::yielding_in_form(&a, EntryForm::Chunked).unwrap();
-    let per_group = crate::yielding_in_form(&a, EntryForm::PerGroup).unwrap();
-    assert_eq!(chunked.kernels, per_group.kernels);
-    assert!(
-        chunked
-            .source
-            .contains("atomic_add(__sp_yc + 1, __sp_chunk)"),
-        "{}",
-        chunked.source
-    );
-    assert!(
-        !chunked.source.contains("atomic_inc("),
-        "{}",
-        chunked.source
-    );
-    assert!(
-        per_group.source.contains("atomic_inc(__sp_yc + 1)"),
-        "{}",
-        per_group.source
-    );
-    assert!(
-        !per_group.source.contains("__sp_chunk"),
-        "{}",
-        per_group.source
-    );
-    // The default is the chunked form.
-    assert_eq!(crate::yielding(&a).unwrap().source, chunked.source);
-}

@@ -192,50 +192,6 @@ const ENTRY: &str = "
 }
 ";
 
-/// The entry in the form that takes one group a ticket ([`EntryForm::PerGroup`]): item
-/// (0,0,0) reads the yield word and takes the ticket; two barriers share the virtual group
-/// (the second keeps the next write from racing the reads). The layer builds it for CPU
-/// devices: there a ticket costs little, and PoCL 3.1 building the chunked form on a thread
-/// beside the application's launches died in LLVM at times ("out of memory", a 32 GB
-/// request; 3 of 10 cold runs of the preemption benchmark's smoke co-run, none in 5 with
-/// this form).
-const ENTRY_PER_GROUP: &str = "
-/* SoftPreempt: the persistent entry of kernel `@NAME@` (a yielding launch). */
-@HEAD@__sp_y_@NAME@(@PARAMS@ulong16 __sp_yg, __global uint* __sp_yc)@POST@{
-@HOISTED@
-    __local uint __sp_yt;
-    const ulong __sp_n0 = (ulong)__sp_num_groups_H(__sp_yg, 0u), __sp_n1 = (ulong)__sp_num_groups_H(__sp_yg, 1u);
-    const ulong __sp_total = __sp_n0 * __sp_n1 * (ulong)__sp_num_groups_H(__sp_yg, 2u);
-    const int __sp_lead = get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0;
-    for (;;) {
-        if (__sp_lead) {
-            const uint __sp_w = *(volatile __global uint*)(__sp_yc + @WORD@);
-            __sp_yt = (int)(__sp_w - (uint)__sp_yg.sa) >= 0 ? 0xffffffffu : atomic_inc(__sp_yc + @TICKET@) - (uint)__sp_yg.sb;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const ulong __sp_t = (ulong)__sp_yt;
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (__sp_t >= __sp_total)
-            break;
-        ulong16 __sp_geom = __sp_yg;
-        __sp_geom.sd = __sp_t % __sp_n0;
-        __sp_geom.se = __sp_t / __sp_n0 % __sp_n1;
-        __sp_geom.sf = __sp_t / (__sp_n0 * __sp_n1);
-@BODY@
-@NEXT@    }
-}
-";
-
-/// Which entry a program's persistent entries are made with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EntryForm {
-    /// A ticket hands out a chunk of groups (the geometry argument's `sc`): for GPUs,
-    /// where a ticket is a round trip to a far cache.
-    Chunked,
-    /// A ticket hands out one group; `sc` is ignored (the host passes 1).
-    PerGroup,
-}
-
 /// Keywords that start a statement which may hold other statements.
 const COMPOUND: &[&str] = &[
     "if", "else", "for", "while", "do", "switch", "case", "default",
@@ -251,7 +207,6 @@ pub const ENTRY_PREFIX: &str = "__sp_y_";
 /// See [`super::yielding`]: the program, or why no kernel could be rewritten.
 pub(super) fn yielding_unguarded(
     analysis: &Analysis,
-    form: EntryForm,
 ) -> Result<YieldProgram, Vec<(String, String)>> {
     let all = |why: String| -> Vec<(String, String)> {
         analysis
@@ -278,13 +233,7 @@ pub(super) fn yielding_unguarded(
         "HEAD", "PARAMS", "POST", "HOISTED", "BODY", "NEXT", "WORD", "TICKET", "NAME",
     ];
     let blank: Vec<(&str, &str)> = keys.iter().map(|k| (*k, "")).collect();
-    // Both forms: whether a program yields must not depend on the device.
-    let ours = super::lex::lex(&format!(
-        "{DEFINITIONS}{}{}",
-        fill(ENTRY, &blank),
-        fill(ENTRY_PER_GROUP, &blank)
-    ))
-    .toks;
+    let ours = super::lex::lex(&format!("{DEFINITIONS}{}", fill(ENTRY, &blank))).toks;
     let renamed = ours
         .iter()
         .find(|t| t.kind == Kind::Ident && model.unit.macros.iter().any(|m| m.name == t.text));
@@ -294,7 +243,7 @@ pub(super) fn yielding_unguarded(
             t.text
         )));
     }
-    let y = Yielder::new(form, model, &r, &edits);
+    let y = Yielder::new(model, &r, &edits);
     let mut tail = String::from(super::rewrite::PSABI);
     tail += &DEFINITIONS.replace("_H(", &format!("_{}(", r.suffix));
     let (mut kernels, mut skipped) = (Vec::new(), Vec::new());
@@ -322,7 +271,6 @@ pub(super) fn yielding_unguarded(
 }
 
 struct Yielder<'a> {
-    form: EntryForm,
     model: &'a Model,
     unit: &'a Unit,
     r: &'a Rewriter<'a>,
@@ -336,10 +284,9 @@ struct Yielder<'a> {
 }
 
 impl<'a> Yielder<'a> {
-    fn new(form: EntryForm, model: &'a Model, r: &'a Rewriter<'a>, edits: &'a [Edit]) -> Self {
+    fn new(model: &'a Model, r: &'a Rewriter<'a>, edits: &'a [Edit]) -> Self {
         let unit = &model.unit;
         Yielder {
-            form,
             model,
             unit,
             r,
@@ -525,11 +472,7 @@ impl<'a> Yielder<'a> {
         let head = raw(self.tok(first).start..self.tok(f.name_at).start);
         let post = raw(self.tok(f.close).end..self.tok(open).start);
         let next = if returns.is_empty() { "" } else { NEXT_LABEL };
-        let entry = match self.form {
-            EntryForm::Chunked => ENTRY,
-            EntryForm::PerGroup => ENTRY_PER_GROUP,
-        };
-        let template = entry.replace("_H(", &format!("_{}(", self.r.suffix));
+        let template = ENTRY.replace("_H(", &format!("_{}(", self.r.suffix));
         let entry = fill(
             &template,
             &[

@@ -308,12 +308,16 @@ controls! {
         /// the last 500 ms): longer launches are cut into pieces of this length
         /// even then, so a higher priority that arrives later waits for at most
         /// one piece instead of whole launches queued before it came. Unset:
-        /// 2000 on a GPU (about the driver's own hand-over between processes),
-        /// 8000 on other devices (PoCL pays about 30 µs per launch), each under
-        /// 0.5% of a lone process's throughput (docs/benchmarks.md). Ignored
-        /// with `slice = "never"`, and for launches that run as yielding
-        /// launches: they are never cut, since they stop at their next group
-        /// boundary when asked, from their first group on.
+        /// 8000 on CPU devices (PoCL pays about 30 µs per launch); on a GPU,
+        /// 2000 (about the driver's own hand-over between processes) while a
+        /// higher priority is registered but idle, and no pieces while none is
+        /// registered: the driver hands the device over by itself, and every
+        /// command behind a cut launch waits for the layer's thread (tinygrad's
+        /// lone training process kept 0.93 of its bare throughput with 2 ms
+        /// pieces, 1.00 without; docs/benchmarks.md). Set, it applies on a GPU
+        /// in both cases. Ignored with `slice = "never"`, and for launches that
+        /// run as yielding launches: they are never cut, since they stop at
+        /// their next group boundary when asked, from their first group on.
         piece_us: Option<u64> = None,
             expect "an integer between 100 and 1000000", example "piece_us = 4000",
             valid |v| v.iter().all(|v| in_range(v, 100, 1_000_000));

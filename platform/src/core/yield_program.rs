@@ -45,9 +45,6 @@ pub struct YieldExec {
     pub program: OwnedProgram,
     /// By the application's kernel name.
     pub kernels: HashMap<String, YieldKernel>,
-    /// The form the entries were made in: only chunked entries take a chunk larger than 1
-    /// (a context with a CPU device gets per-group entries, also for its GPU's launches).
-    pub form: softpreempt_transform::EntryForm,
     /// The entries (by kernel name) and local sizes a launch was prepared with: the first
     /// run of each may pay the vendor's cold start (`TimingModel::observe_new_variant`).
     pub launched: Mutex<HashSet<(String, [usize; 3])>>,
@@ -73,12 +70,7 @@ pub type Rewrite = Result<YieldProgram, Vec<(String, String)>>;
 
 /// The yielding rewrite of `analysis`, as the layer builds it.
 pub fn rewrite(analysis: &Analysis) -> Rewrite {
-    rewrite_in_form(analysis, softpreempt_transform::EntryForm::Chunked)
-}
-
-/// [`rewrite`] with the entries in `form`.
-fn rewrite_in_form(analysis: &Analysis, form: softpreempt_transform::EntryForm) -> Rewrite {
-    let y = softpreempt_transform::yielding_in_form(analysis, form)?;
+    let y = softpreempt_transform::yielding_or_why(analysis)?;
     if !y.headers.is_empty() {
         // Compiled with headers (clCompileProgram): its entries would need them too.
         return Err(analysis
@@ -371,19 +363,10 @@ impl Job {
                 u.options.as_deref().unwrap_or(""),
             )),
         };
-        // Chunked tickets for GPUs; one group a ticket where any device is not one (the
-        // host passes a chunk of 1 there: `submitter::yield_launch`).
+        // One form for every device; the host passes a chunk of 1 where the launch's device
+        // is not a GPU (`submitter::yield_launch`).
         let context = prog.context.get();
-        let gpus = context
-            .devices
-            .iter()
-            .all(|d| crate::core::managed::launch::is_gpu(&d.get().inner));
-        let form = if gpus {
-            softpreempt_transform::EntryForm::Chunked
-        } else {
-            softpreempt_transform::EntryForm::PerGroup
-        };
-        let y = match rewrite_in_form(&analysis, form) {
+        let y = match rewrite(&analysis) {
             Ok(y) => y,
             Err(why) => {
                 log_no_yield(&why);
@@ -397,7 +380,6 @@ impl Job {
                 tracing::debug!(kernels = y.kernels.len(), "persistent entries built");
                 YieldState::Ready(Arc::new(YieldExec {
                     program,
-                    form,
                     kernels: y.kernels.into_iter().map(|k| (k.name.clone(), k)).collect(),
                     launched: Mutex::default(),
                 }))

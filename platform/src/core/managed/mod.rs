@@ -108,6 +108,10 @@ pub struct Managed {
     gpu: bool,
     /// `sched.piece_us` in ns: the piece length while no higher priority is active.
     piece_ns: u64,
+    /// Whether long launches are cut into pieces while no higher priority is registered
+    /// (bounded arrival): on a GPU only where `sched.piece_us` is set (see
+    /// [`DEFAULT_PIECE_GPU_US`]).
+    pieces_alone: bool,
     max_inflight: usize,
     /// Commands in the FIFO or being submitted; the fast path needs it to be zero.
     pending: AtomicUsize,
@@ -205,7 +209,12 @@ pub const DEFAULT_TARGET_US: u64 = 250;
 pub const DEFAULT_TARGET_IDLE_CLASS_US: u64 = 1_000;
 
 /// `sched.piece_us` when unset, on a GPU: about NVIDIA's own hand-over between processes,
-/// so an arriving higher priority waits no longer than on the bare driver.
+/// so a higher priority that is registered but idle, when it returns, waits no longer than
+/// on the bare driver. While none is registered a GPU's launches are not cut at all unless
+/// `piece_us` is set: the driver hands the device over between processes by itself, which
+/// pieces of its own hand-over's length cannot beat, and every command behind a cut launch
+/// waits for the submitter thread (on an H200, tinygrad's lone training LP kept 0.93 of
+/// its bare throughput with 2 ms pieces and 1.00 without; docs/benchmarks.md, session 36).
 pub const DEFAULT_PIECE_GPU_US: u64 = 2_000;
 /// `sched.piece_us` when unset, on other devices: PoCL pays about 30 µs per launch on a
 /// 2-core machine, under 0.5% of an 8 ms piece.
@@ -300,6 +309,7 @@ impl Managed {
             mode: cfg.sched.slice,
             target_cfg_ns,
             gpu,
+            pieces_alone: !gpu || cfg.sched.piece_us.is_some(),
             piece_ns: cfg
                 .sched
                 .piece_us
@@ -393,9 +403,10 @@ impl Managed {
     }
 
     /// Whether long launches of this queue are cut into pieces even while it need not
-    /// defer (rule 6): slicing is `contended` and the queue has an arbiter.
+    /// defer (rule 6): slicing is `contended`, the queue has an arbiter, and its device is
+    /// not a GPU or `sched.piece_us` is set.
     pub fn cuts_alone(&self) -> bool {
-        self.mode == SliceMode::Contended && self.client.is_some()
+        self.pieces_alone && self.mode == SliceMode::Contended && self.client.is_some()
     }
 
     /// Whether slicing is `contended` (the default): only then is a kernel's slice target

@@ -944,8 +944,7 @@ impl Submitter {
             .map_or(cap.as_nanos() as u64, |(_, per_wave)| {
                 per_wave.max(0.0) as u64
             });
-        // Short groups take their tickets in chunks, where the entries are chunked (a
-        // context of GPUs only: see `core::yield_program`); a yield then waits for the
+        // Short groups take their tickets in chunks on a GPU; a yield then waits for the
         // chunk in progress. Fixed for the whole application launch: the next launch's
         // base assumes one chunk size from this base on. Not on a CPU device: there a
         // ticket costs little (no round trip to a far cache), and a wave of persistent
@@ -953,7 +952,7 @@ impl Submitter {
         // ran for milliseconds (PoCL: yield p99 33-65 ms in the preemption benchmark's
         // smoke run, against 2-16 ms with one group a ticket).
         let run_wave = super::yielding::run_wave(l.key);
-        let chunk = if y.chunked {
+        let chunk = if l.gpu {
             super::yielding::chunk(run_wave.or(model(&l.key).fit().map(|_| wave)))
         } else {
             1

@@ -166,9 +166,6 @@ pub struct YieldLaunch {
     /// The first launch of this entry with this local size in the process: its first run
     /// may pay the vendor's cold start (PoCL compiles its work-group function then).
     pub new_variant: bool,
-    /// Whether the entry takes a chunk of groups a ticket (`EntryForm::Chunked`); else the
-    /// host must pass a chunk of 1.
-    pub chunked: bool,
 }
 
 /// The yielding form of launch `geo` of `k`, when it can have one (see the module's
@@ -281,7 +278,6 @@ pub fn prepare(
         total,
         persistent: wave.clamp(1, total),
         new_variant,
-        chunked: exec.form == softpreempt_transform::EntryForm::Chunked,
     })
 }
 

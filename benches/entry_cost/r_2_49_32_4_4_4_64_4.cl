@@ -1,0 +1,57 @@
+__kernel void r_2_49_32_4_4_4_64_4(__global float* data0_200704, __global float* data1_200704, __global float* data2_65536) {
+  float buf0[16];
+  int gidx0 = get_group_id(0); /* 49 */
+  int gidx1 = get_group_id(1); /* 2 */
+  int lidx0 = get_local_id(0); /* 32 */
+  int lidx1 = get_local_id(1); /* 4 */
+  int alu0 = ((gidx0<<4)+(lidx1<<2));
+  *(buf0+0) = 0.0f;
+  *(buf0+1) = 0.0f;
+  *(buf0+2) = 0.0f;
+  *(buf0+3) = 0.0f;
+  *(buf0+4) = 0.0f;
+  *(buf0+5) = 0.0f;
+  *(buf0+6) = 0.0f;
+  *(buf0+7) = 0.0f;
+  *(buf0+8) = 0.0f;
+  *(buf0+9) = 0.0f;
+  *(buf0+10) = 0.0f;
+  *(buf0+11) = 0.0f;
+  *(buf0+12) = 0.0f;
+  *(buf0+13) = 0.0f;
+  *(buf0+14) = 0.0f;
+  *(buf0+15) = 0.0f;
+  for (int Ridx0 = 0; Ridx0 < 64; Ridx0++) {
+    int alu17 = (alu0+(Ridx0*3136));
+    float4 val0 = (*((__global float4*)((data1_200704+(alu17+784)))));
+    float4 val1 = (*((__global float4*)((data1_200704+(alu17+1568)))));
+    float4 val2 = (*((__global float4*)((data1_200704+(alu17+2352)))));
+    float4 val3 = (*((__global float4*)((data1_200704+alu17))));
+    int alu18 = ((gidx1<<7)+(lidx0<<2)+(Ridx0<<10));
+    float4 val4 = (*((__global float4*)((data2_65536+(alu18+256)))));
+    float4 val5 = (*((__global float4*)((data2_65536+(alu18+512)))));
+    float4 val6 = (*((__global float4*)((data2_65536+(alu18+768)))));
+    float4 val7 = (*((__global float4*)((data2_65536+alu18))));
+    *(buf0+0) = ((*(buf0+0))+(val3.x*val7.x)+(val0.x*val4.x)+(val1.x*val5.x)+(val2.x*val6.x));
+    *(buf0+1) = ((*(buf0+1))+(val3.y*val7.x)+(val0.y*val4.x)+(val1.y*val5.x)+(val2.y*val6.x));
+    *(buf0+2) = ((*(buf0+2))+(val3.z*val7.x)+(val0.z*val4.x)+(val1.z*val5.x)+(val2.z*val6.x));
+    *(buf0+3) = ((*(buf0+3))+(val3.w*val7.x)+(val0.w*val4.x)+(val1.w*val5.x)+(val2.w*val6.x));
+    *(buf0+4) = ((*(buf0+4))+(val3.x*val7.y)+(val0.x*val4.y)+(val1.x*val5.y)+(val2.x*val6.y));
+    *(buf0+5) = ((*(buf0+5))+(val3.y*val7.y)+(val0.y*val4.y)+(val1.y*val5.y)+(val2.y*val6.y));
+    *(buf0+6) = ((*(buf0+6))+(val3.z*val7.y)+(val0.z*val4.y)+(val1.z*val5.y)+(val2.z*val6.y));
+    *(buf0+7) = ((*(buf0+7))+(val3.w*val7.y)+(val0.w*val4.y)+(val1.w*val5.y)+(val2.w*val6.y));
+    *(buf0+8) = ((*(buf0+8))+(val3.x*val7.z)+(val0.x*val4.z)+(val1.x*val5.z)+(val2.x*val6.z));
+    *(buf0+9) = ((*(buf0+9))+(val3.y*val7.z)+(val0.y*val4.z)+(val1.y*val5.z)+(val2.y*val6.z));
+    *(buf0+10) = ((*(buf0+10))+(val3.z*val7.z)+(val0.z*val4.z)+(val1.z*val5.z)+(val2.z*val6.z));
+    *(buf0+11) = ((*(buf0+11))+(val3.w*val7.z)+(val0.w*val4.z)+(val1.w*val5.z)+(val2.w*val6.z));
+    *(buf0+12) = ((*(buf0+12))+(val3.x*val7.w)+(val0.x*val4.w)+(val1.x*val5.w)+(val2.x*val6.w));
+    *(buf0+13) = ((*(buf0+13))+(val3.y*val7.w)+(val0.y*val4.w)+(val1.y*val5.w)+(val2.y*val6.w));
+    *(buf0+14) = ((*(buf0+14))+(val3.z*val7.w)+(val0.z*val4.w)+(val1.z*val5.w)+(val2.z*val6.w));
+    *(buf0+15) = ((*(buf0+15))+(val3.w*val7.w)+(val0.w*val4.w)+(val1.w*val5.w)+(val2.w*val6.w));
+  }
+  int alu36 = (alu0+(gidx1*100352)+(lidx0*3136));
+  *((__global float4*)((data0_200704+(alu36+784)))) = (float4)((*(buf0+4)),(*(buf0+5)),(*(buf0+6)),(*(buf0+7)));
+  *((__global float4*)((data0_200704+(alu36+1568)))) = (float4)((*(buf0+8)),(*(buf0+9)),(*(buf0+10)),(*(buf0+11)));
+  *((__global float4*)((data0_200704+(alu36+2352)))) = (float4)((*(buf0+12)),(*(buf0+13)),(*(buf0+14)),(*(buf0+15)));
+  *((__global float4*)((data0_200704+alu36))) = (float4)((*(buf0+0)),(*(buf0+1)),(*(buf0+2)),(*(buf0+3)));
+}
