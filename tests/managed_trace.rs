@@ -23,6 +23,11 @@ const ROLE: &str = "SP_TRACE_ROLE";
 const DIRECT_ROLE: &str = "SP_TRACE_DIRECT_ROLE";
 const IDLE_ROLE: &str = "SP_TRACE_IDLE_ROLE";
 const BLOCKING_ROLE: &str = "SP_TRACE_BLOCKING_ROLE";
+const LEARN_ROLE: &str = "SP_TRACE_LEARN_ROLE";
+/// The lone launches of the learning test, and how many of them a GPU queue cuts
+/// (`managed::LEARN_ALONE`).
+const LEARN_LAUNCHES: u32 = 20;
+const LEARN_ALONE: u64 = 16;
 /// The long launches of the idle-path test: `LONG_MS` each, timed on the bare vendor first,
 /// so that the short one, pushed `PUSH_AFTER_MS` after them, comes while the first runs.
 const LONG_ITEMS: usize = 64 * 1024;
@@ -236,6 +241,44 @@ fn blocking_child_role() {
     }
     // SAFETY: the queue this function created.
     ok(unsafe { clReleaseCommandQueue(b) });
+}
+
+/// The child of the learning test: a lone queue (nothing else registered), treated as a
+/// GPU's for cutting (`SOFTPREEMPT_TEST_GPU_PIECES`), launches `fill` of about 50 ms
+/// (several default pieces of a CPU device, 8 ms) `LEARN_LAUNCHES` times, one at a time.
+#[test]
+fn learn_child_role() {
+    if std::env::var_os(LEARN_ROLE).is_none() {
+        return;
+    }
+    mc::init("");
+    let iters = (long_iters() / 3).max(1);
+    let env = Env::sp();
+    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    let out = env.buffer(LONG_ITEMS * 4);
+    mc::arg(k, 0, out);
+    mc::arg(k, 2, iters);
+    for seed in 1..=LEARN_LAUNCHES {
+        mc::arg(k, 1, seed);
+        ok(mc::enqueue(
+            env.queue,
+            k,
+            None,
+            &[LONG_ITEMS],
+            Some(&[64]),
+            &[],
+            None,
+        ));
+        // Each launch is decided with nothing of the queue in software (commands behind a
+        // launch in the FIFO go through it too, to keep their order).
+        mc::finish(env.queue);
+    }
+    let got = env.read::<u32>(out, LONG_ITEMS);
+    if let Some(m) = mc::check_fill(&got, 0, LEARN_LAUNCHES, iters) {
+        panic!("results: {m}");
+    }
 }
 
 /// The `iters` that make a `fill` of `LONG_ITEMS` take about `LONG_MS` on the bare vendor
@@ -502,5 +545,50 @@ fn blocking_transfers_beside_a_yielding_run_wait_apart() {
     assert!(
         waits.iter().all(|e| e["tid"] == waits[0]["tid"]),
         "all on queue b's track: {waits:?}"
+    );
+}
+
+/// A lone GPU queue cuts only a kernel's first `LEARN_ALONE` long launches into pieces
+/// (what they teach plans its launches once a higher priority comes), then sends them
+/// straight to the vendor: on an H200 tinygrad's lone training process kept 0.93 of its
+/// bare throughput when every long launch was cut, with every command behind it sent
+/// through the submitter.
+#[test]
+fn a_lone_gpu_queue_cuts_only_the_launches_that_teach() {
+    if std::env::var_os(LEARN_ROLE).is_some() {
+        return;
+    }
+    let dir = mc::private_dir("trace-learn");
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "learn_child_role",
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(LEARN_ROLE, "1")
+    .env("SOFTPREEMPT_TEST_GPU_PIECES", "1")
+    .env("SOFTPREEMPT_TRACE", dir.join("traces"))
+    .env("SOFTPREEMPT_PROFILE", dir.join("profile.jsonl"));
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "child failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = read_profile(&dir.join("profile.jsonl"));
+    let fill: Vec<&Value> = lines.iter().filter(|l| l["kernel"] == "fill").collect();
+    assert_eq!(fill.len(), 1, "{lines:?}");
+    // Through the FIFO (cut into pieces), then direct.
+    assert_eq!(fill[0]["launches"].as_u64(), Some(LEARN_ALONE), "{lines:?}");
+    assert_eq!(
+        fill[0]["direct"].as_u64(),
+        Some(u64::from(LEARN_LAUNCHES) - LEARN_ALONE),
+        "{lines:?}"
+    );
+    assert!(
+        fill[0]["slices"].as_u64().unwrap() > LEARN_ALONE,
+        "the learning launches are cut into pieces: {lines:?}"
     );
 }

@@ -56,7 +56,7 @@ pub fn deferring_launch<'q>(
     let known_short = per_item > 0.0
         && launch_items(work_dim, global)
             .is_some_and(|n| n as f64 * per_item <= m.piece_ns() as f64 / 2.0);
-    (m.cuts_alone() && !known_short).then_some(m)
+    (m.cuts_alone(&k.class) && !known_short).then_some(m)
 }
 
 /// Counts a launch of `k` that goes straight to the vendor on managed queue `m` (`claimed`:
@@ -269,6 +269,11 @@ pub fn launch(
                     .store(per_item.to_bits(), Ordering::Relaxed);
             }
             return Ok(Launch::Direct(0));
+        }
+        // Cut alone: on a GPU, one of the launches that learn the kernel's cost.
+        let learned = &k.class.learned_alone;
+        if learned.load(Ordering::Relaxed) < managed::LEARN_ALONE {
+            learned.fetch_add(1, Ordering::Relaxed);
         }
     } else if let Some(pred) = pred {
         // A launch known to be short goes direct while the budget allows (rule 6).

@@ -310,12 +310,13 @@ controls! {
         /// one piece instead of whole launches queued before it came. Unset:
         /// 8000 on CPU devices (PoCL pays about 30 µs per launch); on a GPU,
         /// 2000 (about the driver's own hand-over between processes) while a
-        /// higher priority is registered but idle, and no pieces while none is
-        /// registered: the driver hands the device over by itself, and every
-        /// command behind a cut launch waits for the layer's thread (tinygrad's
-        /// lone training process kept 0.93 of its bare throughput with 2 ms
-        /// pieces, 1.00 without; docs/benchmarks.md). Set, it applies on a GPU
-        /// in both cases. Ignored with `slice = "never"`, and for launches that
+        /// higher priority is registered but idle, and while none is
+        /// registered only for a kernel's first 16 long launches, which teach
+        /// what its launches cost: the driver hands the device over by itself,
+        /// and every command behind a cut launch waits for the layer's thread
+        /// (tinygrad's lone training process kept 0.93-0.96 of its bare
+        /// throughput with every long launch cut, 0.99-1.00 without;
+        /// docs/benchmarks.md). Set, it applies on a GPU in both cases. Ignored with `slice = "never"`, and for launches that
         /// run as yielding launches: they are never cut, since they stop at
         /// their next group boundary when asked, from their first group on.
         piece_us: Option<u64> = None,

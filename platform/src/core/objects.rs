@@ -296,6 +296,9 @@ pub struct KernelClass {
     /// vendor as shorter than a piece (f64 bits; 0: none yet): later launches no larger
     /// than half a piece by it skip the launch checks (rule 6's cost).
     pub short_ns_per_item: AtomicU64,
+    /// Its launches that a lone queue on a GPU cut into pieces to learn what they cost
+    /// (see `Managed::cuts_alone`): counted up to `managed::LEARN_ALONE`.
+    pub learned_alone: std::sync::atomic::AtomicU32,
     /// Whether its launches may yet become yielding launches, which replay the argument
     /// values ([`KernelArgs::values`]). Cleared, for good, once the program's persistent
     /// entries are known not to include it (`core::yield_program`): from then on
@@ -330,6 +333,7 @@ impl KernelClass {
             sliceable,
             hidden,
             short_ns_per_item: AtomicU64::new(0),
+            learned_alone: std::sync::atomic::AtomicU32::new(0),
             records_args: AtomicBool::new(records_args),
             spares: Default::default(),
             models: Default::default(),

@@ -108,9 +108,9 @@ pub struct Managed {
     gpu: bool,
     /// `sched.piece_us` in ns: the piece length while no higher priority is active.
     piece_ns: u64,
-    /// Whether long launches are cut into pieces while no higher priority is registered
-    /// (bounded arrival): on a GPU only where `sched.piece_us` is set (see
-    /// [`DEFAULT_PIECE_GPU_US`]).
+    /// Whether every long launch is cut into pieces while no higher priority is registered
+    /// (bounded arrival): on a GPU only where `sched.piece_us` is set; otherwise a kernel's
+    /// first [`LEARN_ALONE`] long launches only (see [`DEFAULT_PIECE_GPU_US`]).
     pieces_alone: bool,
     max_inflight: usize,
     /// Commands in the FIFO or being submitted; the fast path needs it to be zero.
@@ -210,12 +210,30 @@ pub const DEFAULT_TARGET_IDLE_CLASS_US: u64 = 1_000;
 
 /// `sched.piece_us` when unset, on a GPU: about NVIDIA's own hand-over between processes,
 /// so a higher priority that is registered but idle, when it returns, waits no longer than
-/// on the bare driver. While none is registered a GPU's launches are not cut at all unless
-/// `piece_us` is set: the driver hands the device over between processes by itself, which
-/// pieces of its own hand-over's length cannot beat, and every command behind a cut launch
-/// waits for the submitter thread (on an H200, tinygrad's lone training LP kept 0.93 of
-/// its bare throughput with 2 ms pieces and 1.00 without; docs/benchmarks.md, session 36).
+/// on the bare driver. While none is registered a GPU queue cuts only a kernel's first
+/// [`LEARN_ALONE`] long launches, unless `piece_us` is set: the driver hands the device
+/// over between processes by itself, which pieces of its own hand-over's length cannot
+/// beat, and every command behind a cut launch waits for the submitter thread (on an
+/// H200, tinygrad's lone training LP kept 0.93 of its bare throughput with 2 ms pieces
+/// and 1.00 without; docs/benchmarks.md, session 36).
 pub const DEFAULT_PIECE_GPU_US: u64 = 2_000;
+
+/// A test hook, not a setting: with `SOFTPREEMPT_TEST_GPU_PIECES` set, a queue on any
+/// device cuts a lone process's launches as a GPU queue does ([`LEARN_ALONE`]), so tests on
+/// PoCL reach that path (`tests/managed_trace.rs`).
+fn test_gpu_pieces() -> bool {
+    static ON: once_cell::sync::Lazy<bool> =
+        once_cell::sync::Lazy::new(|| std::env::var_os("SOFTPREEMPT_TEST_GPU_PIECES").is_some());
+    *ON
+}
+
+/// A kernel's long launches that a lone GPU queue still cuts into pieces (with
+/// `piece_us` unset): what they teach (its timing model, and the long pieces the slice
+/// target's quick rule compares slices with) is what its launches are planned with once a
+/// higher priority comes. Sent whole from the start, the benchmark's Mandelbrot LP kept
+/// 0.954 of its bare co-run throughput on an H100 against 1.045; with 4 such launches, one
+/// of two co-runs never asked it to yield (docs/benchmarks.md, session 36).
+pub const LEARN_ALONE: u32 = 16;
 /// `sched.piece_us` when unset, on other devices: PoCL pays about 30 µs per launch on a
 /// 2-core machine, under 0.5% of an 8 ms piece.
 pub const DEFAULT_PIECE_OTHER_US: u64 = 8_000;
@@ -309,7 +327,7 @@ impl Managed {
             mode: cfg.sched.slice,
             target_cfg_ns,
             gpu,
-            pieces_alone: !gpu || cfg.sched.piece_us.is_some(),
+            pieces_alone: !(gpu || test_gpu_pieces()) || cfg.sched.piece_us.is_some(),
             piece_ns: cfg
                 .sched
                 .piece_us
@@ -402,11 +420,14 @@ impl Managed {
         higher
     }
 
-    /// Whether long launches of this queue are cut into pieces even while it need not
-    /// defer (rule 6): slicing is `contended`, the queue has an arbiter, and its device is
-    /// not a GPU or `sched.piece_us` is set.
-    pub fn cuts_alone(&self) -> bool {
-        self.pieces_alone && self.mode == SliceMode::Contended && self.client.is_some()
+    /// Whether long launches of kernel `class` on this queue are cut into pieces even while
+    /// it need not defer (rule 6): slicing is `contended`, the queue has an arbiter, and
+    /// its device is not a GPU, or `sched.piece_us` is set, or the kernel is still being
+    /// learned ([`LEARN_ALONE`]).
+    pub fn cuts_alone(&self, class: &crate::core::objects::KernelClass) -> bool {
+        self.mode == SliceMode::Contended
+            && self.client.is_some()
+            && (self.pieces_alone || class.learned_alone.load(Ordering::Relaxed) < LEARN_ALONE)
     }
 
     /// Whether slicing is `contended` (the default): only then is a kernel's slice target
