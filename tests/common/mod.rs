@@ -8,23 +8,54 @@ use std::ffi::{c_void, CString};
 use std::path::PathBuf;
 use std::sync::Once;
 
-/// The built layer. `cargo build` must have run first (the README's test command does).
+/// The built layer. `cargo build` must have run first (the README's test command does):
+/// `cargo test --test X` alone does not rebuild the library, so the newer of the debug and
+/// release builds is taken, and a build older than the layer's sources is said on stderr
+/// (a test run after a change would otherwise test the library from before it).
 pub fn library_path() -> PathBuf {
     if let Ok(p) = std::env::var("SOFTPREEMPT_LIB") {
         return PathBuf::from(p);
     }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let target = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"));
-    for profile in ["debug", "release"] {
-        let p = target.join(profile).join("libsoftpreempt.so");
-        if p.exists() {
-            return p;
-        }
+        .unwrap_or_else(|_| root.join("target"));
+    let built = ["debug", "release"]
+        .iter()
+        .map(|profile| target.join(profile).join("libsoftpreempt.so"))
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max();
+    let Some((when, path)) = built else {
+        panic!(
+            "libsoftpreempt.so not built: run `cargo build --workspace` first (or set \
+             SOFTPREEMPT_LIB)"
+        );
+    };
+    let sources = ["platform/src", "icd/src", "sched/src", "transform/src"];
+    if sources.iter().any(|d| newer_than(&root.join(d), when)) {
+        static SAID: Once = Once::new();
+        SAID.call_once(|| {
+            eprintln!(
+                "warning: {} is older than the layer's sources: run `cargo build --workspace`",
+                path.display()
+            )
+        });
     }
-    panic!(
-        "libsoftpreempt.so not built: run `cargo build --workspace` first (or set SOFTPREEMPT_LIB)"
-    );
+    path
+}
+
+/// Whether a file under `dir` was modified after `when`.
+fn newer_than(dir: &std::path::Path, when: std::time::SystemTime) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| match e.file_type() {
+        Ok(t) if t.is_dir() => newer_than(&e.path(), when),
+        _ => e
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|m| m > when),
+    })
 }
 
 /// The vendor under test: PoCL by default; `SOFTPREEMPT_TEST_ICD` names another `.icd`
