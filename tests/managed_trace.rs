@@ -52,10 +52,17 @@ fn child_role() {
     let n = mc::sliceable_items(&env, N);
     // The parent checks that the slices tile the launches of this size.
     println!("@items {n}");
+    fill_checked(&env, k, n, ITERS, LAUNCHES, false);
+    // Env's drop releases the queue: the submitter stops and flushes both files.
+}
+
+/// `launches` launches of `fill` (`k`) over `n` items on `env`'s queue, seeds 1 on, each
+/// finished before the next when `one_at_a_time`; then the output is checked.
+fn fill_checked(env: &Env, k: cl_kernel, n: usize, iters: u32, launches: u32, one_at_a_time: bool) {
     let out = env.buffer(n * 4);
     mc::arg(k, 0, out);
-    mc::arg(k, 2, ITERS);
-    for seed in 1..=LAUNCHES {
+    mc::arg(k, 2, iters);
+    for seed in 1..=launches {
         mc::arg(k, 1, seed);
         ok(mc::enqueue(
             env.queue,
@@ -66,12 +73,14 @@ fn child_role() {
             &[],
             None,
         ));
+        if one_at_a_time {
+            mc::finish(env.queue);
+        }
     }
     mc::finish(env.queue);
-    if let Some(m) = mc::check_fill(&env.read::<u32>(out, n), 0, LAUNCHES, ITERS) {
+    if let Some(m) = mc::check_fill(&env.read::<u32>(out, n), 0, launches, iters) {
         panic!("results: {m}");
     }
-    // Env's drop releases the queue: the submitter stops and flushes both files.
 }
 
 /// The child of the direct-launch test: a high queue (registered, idle) and a low one on
@@ -257,28 +266,9 @@ fn learn_child_role() {
     let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
         .unwrap_or_else(|e| panic!("{e}"));
     let k = env.kernel(prog, "fill");
-    let out = env.buffer(LONG_ITEMS * 4);
-    mc::arg(k, 0, out);
-    mc::arg(k, 2, iters);
-    for seed in 1..=LEARN_LAUNCHES {
-        mc::arg(k, 1, seed);
-        ok(mc::enqueue(
-            env.queue,
-            k,
-            None,
-            &[LONG_ITEMS],
-            Some(&[64]),
-            &[],
-            None,
-        ));
-        // Each launch is decided with nothing of the queue in software (commands behind a
-        // launch in the FIFO go through it too, to keep their order).
-        mc::finish(env.queue);
-    }
-    let got = env.read::<u32>(out, LONG_ITEMS);
-    if let Some(m) = mc::check_fill(&got, 0, LEARN_LAUNCHES, iters) {
-        panic!("results: {m}");
-    }
+    // Each launch is decided with nothing of the queue in software (commands behind a
+    // launch in the FIFO go through it too, to keep their order).
+    fill_checked(&env, k, LONG_ITEMS, iters, LEARN_LAUNCHES, true);
 }
 
 /// The `iters` that make a `fill` of `LONG_ITEMS` take about `LONG_MS` on the bare vendor
@@ -321,8 +311,14 @@ fn long_iters() -> u32 {
 /// Runs this binary's `role` test in a child with `var` set and the trace and profile in
 /// `dir`; returns its standard output.
 fn run_role(role: &str, var: &str, dir: &Path) -> String {
+    run_role_with(role, var, dir, &[])
+}
+
+/// [`run_role`] with more variables set in the child.
+fn run_role_with(role: &str, var: &str, dir: &Path, vars: &[(&str, &str)]) -> String {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([role, "--exact", "--nocapture", "--test-threads=1"])
+        .envs(vars.iter().copied())
         .env(var, "1")
         .env("SOFTPREEMPT_TRACE", dir.join("traces"))
         .env("SOFTPREEMPT_PROFILE", dir.join("profile.jsonl"));
@@ -559,23 +555,11 @@ fn a_lone_gpu_queue_cuts_only_the_launches_that_teach() {
         return;
     }
     let dir = mc::private_dir("trace-learn");
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
+    run_role_with(
         "learn_child_role",
-        "--exact",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(LEARN_ROLE, "1")
-    .env("SOFTPREEMPT_TEST_GPU_PIECES", "1")
-    .env("SOFTPREEMPT_TRACE", dir.join("traces"))
-    .env("SOFTPREEMPT_PROFILE", dir.join("profile.jsonl"));
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "child failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        LEARN_ROLE,
+        &dir,
+        &[("SOFTPREEMPT_TEST_GPU_PIECES", "1")],
     );
     let lines = read_profile(&dir.join("profile.jsonl"));
     let fill: Vec<&Value> = lines.iter().filter(|l| l["kernel"] == "fill").collect();

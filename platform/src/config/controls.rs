@@ -316,9 +316,10 @@ controls! {
         /// and every command behind a cut launch waits for the layer's thread
         /// (tinygrad's lone training process kept 0.93-0.96 of its bare
         /// throughput with every long launch cut, 0.99-1.00 without;
-        /// docs/benchmarks.md). Set, it applies on a GPU in both cases. Ignored with `slice = "never"`, and for launches that
-        /// run as yielding launches: they are never cut, since they stop at
-        /// their next group boundary when asked, from their first group on.
+        /// docs/benchmarks.md). Set, it applies on a GPU in both cases.
+        /// Ignored with `slice = "never"`, and for launches that run as
+        /// yielding launches: they are never cut, since they stop at their next
+        /// group boundary when asked, from their first group on.
         piece_us: Option<u64> = None,
             expect "an integer between 100 and 1000000", example "piece_us = 4000",
             valid |v| v.iter().all(|v| in_range(v, 100, 1_000_000));

@@ -218,6 +218,10 @@ pub const DEFAULT_TARGET_IDLE_CLASS_US: u64 = 1_000;
 /// and 1.00 without; docs/benchmarks.md, session 36).
 pub const DEFAULT_PIECE_GPU_US: u64 = 2_000;
 
+/// `sched.piece_us` when unset, on other devices: PoCL pays about 30 µs per launch on a
+/// 2-core machine, under 0.5% of an 8 ms piece.
+pub const DEFAULT_PIECE_OTHER_US: u64 = 8_000;
+
 /// A test hook, not a setting: with `SOFTPREEMPT_TEST_GPU_PIECES` set, a queue on any
 /// device cuts a lone process's launches as a GPU queue does ([`LEARN_ALONE`]), so tests on
 /// PoCL reach that path (`tests/managed_trace.rs`).
@@ -234,9 +238,6 @@ fn test_gpu_pieces() -> bool {
 /// 0.954 of its bare co-run throughput on an H100 against 1.045; with 4 such launches, one
 /// of two co-runs never asked it to yield (docs/benchmarks.md, session 36).
 pub const LEARN_ALONE: u32 = 16;
-/// `sched.piece_us` when unset, on other devices: PoCL pays about 30 µs per launch on a
-/// 2-core machine, under 0.5% of an 8 ms piece.
-pub const DEFAULT_PIECE_OTHER_US: u64 = 8_000;
 
 /// How long after a higher priority last wanted the device (or registered) lower clients
 /// keep cutting at the slice target; after it they cut only into pieces (`piece_us`), and
