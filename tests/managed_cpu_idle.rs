@@ -1,8 +1,10 @@
 //! Issue 12, CPU devices: a process whose queue on a CPU device (PoCL) is `low` moves the
 //! vendor's device threads to the idle scheduling class once a higher priority registers
 //! on the device, and not before; a queue above `low` in the same process keeps them in
-//! the ordinary class. Shown through the threads' scheduling policy, never through
-//! timing. The higher priority is a real second process (this binary in a child role).
+//! the ordinary class. Its launches then go straight to the vendor, as alone (the
+//! operating system already puts them behind the higher priority's). Shown through the
+//! threads' scheduling policy and the arbiter's grant counter, never through timing.
+//! The higher priority is a real second process (this binary in a child role).
 
 mod common;
 mod managed_common;
@@ -53,6 +55,41 @@ fn fill_kernel(env: &Env) -> cl_kernel {
 fn run(q: cl_command_queue, k: cl_kernel) {
     ok(mc::enqueue(q, k, None, &[1024], Some(&[64]), &[], None));
     mc::finish(q);
+}
+
+/// With the device threads in the idle class, the operating system puts the low queue's
+/// work behind any other process's, so its launches go straight to the vendor as they do
+/// alone, even queued back to back: far more predicted work than the in-flight budget a
+/// queue that must defer keeps (`target_slice_us`), each launch far shorter than a piece.
+/// True when no launch took a grant once the kernel was learned, and the results are
+/// exact.
+fn launches_go_direct(dir: &Path, env: &Env, low: cl_command_queue) -> bool {
+    const N: usize = 4096;
+    const ITERS: u32 = 300;
+    let prog = mc::build(env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    let out = env.buffer(N * 4);
+    let launch = |seed: u32| {
+        mc::arg(k, 0, out);
+        mc::arg(k, 1, seed);
+        mc::arg(k, 2, ITERS);
+        ok(mc::enqueue(low, k, None, &[N], Some(&[64]), &[], None));
+    };
+    // The first launches go through the FIFO and teach the timing model.
+    for seed in 0..5 {
+        launch(seed);
+        mc::finish(low);
+    }
+    let grants = || -> u64 { mc::clients_at(dir, "low").iter().map(|c| c.grants).sum() };
+    let learned = grants();
+    for seed in 0..40 {
+        launch(100 + seed);
+    }
+    mc::finish(low);
+    let got: Vec<u32> = env.read_on(low, out, N);
+    assert_eq!(mc::check_fill(&got, 0, 139, ITERS), None);
+    grants() == learned
 }
 
 fn spawn_high(stop: &Path) -> Child {
@@ -112,11 +149,18 @@ fn a_low_queue_idles_the_cpu_device_threads_once_a_higher_priority_registers() {
     // The low queue's next command sees the higher priority.
     run(low, k);
     let idle = idle_threads();
+    let direct = idle > 0 && launches_go_direct(dir, &env, low);
     std::fs::write(&stop, b"").unwrap();
     assert!(high.wait().unwrap().success(), "high-priority child failed");
     assert!(
         idle > 0,
         "no device thread moved to the idle class\n{}",
+        mc::describe(dir)
+    );
+    assert!(
+        direct,
+        "with its device threads in the idle class, the low queue's short launches took \
+         grants (went through its FIFO) next to the registered higher priority\n{}",
         mc::describe(dir)
     );
 

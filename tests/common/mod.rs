@@ -440,11 +440,16 @@ impl Env {
     }
 
     pub fn read<T: Copy + Default>(&self, m: cl_mem, n: usize) -> Vec<T> {
+        self.read_on(self.queue, m, n)
+    }
+
+    /// [`Env::read`] through queue `q` of this context.
+    pub fn read_on<T: Copy + Default>(&self, q: cl_command_queue, m: cl_mem, n: usize) -> Vec<T> {
         let mut v = vec![T::default(); n];
         // SAFETY: blocking read into a live vector.
         let rc = unsafe {
             clEnqueueReadBuffer(
-                self.queue,
+                q,
                 m,
                 CL_TRUE,
                 0,

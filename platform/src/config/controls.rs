@@ -337,7 +337,12 @@ controls! {
         /// there are `low` to the idle scheduling class (`SCHED_IDLE`): the
         /// operating system then gives a core to any other thread first, so the
         /// slice that runs when a higher priority arrives hardly delays it, and
-        /// slices can be longer (see `target_slice_us`). They stay there for the
+        /// slices can be longer (see `target_slice_us`). Such a queue's
+        /// launches then go to the vendor as they do alone (only those long
+        /// enough to be cut into pieces through the layer's queue), which kept
+        /// tinygrad's training process at its lone rate next to an idle
+        /// registered one (0.60 when every launch waited for the layer's
+        /// thread; docs/benchmarks.md). They stay there for the
         /// rest of the process (moving them back needs privilege), also taking
         /// second place to other CPU work. A queue above `low` in the same
         /// process moves them back where the system allows it. `false`: leave

@@ -396,7 +396,8 @@ impl Managed {
 
     /// Whether a new command must go through the FIFO (rather than straight to the
     /// vendor): earlier commands are still in software, slicing is forced, or a higher
-    /// priority is registered on the device (then every kernel piece needs a grant).
+    /// priority is registered on the device (then every kernel piece needs a grant),
+    /// unless the operating system already puts this queue's work behind it.
     pub fn must_defer(&self) -> bool {
         if self.pending.load(Ordering::Acquire) > 0 {
             return true;
@@ -405,7 +406,20 @@ impl Managed {
         if self.mode == SliceMode::Always {
             return true;
         }
-        self.higher_registered(c)
+        self.higher_registered(c) && !self.os_preempts()
+    }
+
+    /// Whether the operating system preempts this queue's device work for any other
+    /// process's: a low queue on a CPU device whose threads this process runs in the idle
+    /// class. A higher priority's workers then take the cores from the moment they wake,
+    /// whatever this queue has queued on the vendor, so its launches go as they do alone
+    /// (only those long enough to be cut into pieces, or not yet learned, through the
+    /// FIFO, where they also yield when asked). Sent through the FIFO one by one under the
+    /// in-flight budget instead, each launch of tinygrad's training step waited for the
+    /// submitter thread, and the LP kept 0.60 of its lone rate next to an idle registered
+    /// HP, against 1.04 so (PoCL, docs/benchmarks.md, session 37).
+    fn os_preempts(&self) -> bool {
+        self.os_platform.is_some_and(|p| p.get().workers_idle())
     }
 
     /// Whether a higher priority is registered on the device. The first time one is, a
