@@ -574,6 +574,22 @@ impl Client {
             .higher_active(self.slot, self.pri, liveness::now_ns(), w)
     }
 
+    /// [`Client::higher_priority_active`], for a client that sends its work straight to
+    /// the driver, with no grant, while every higher one is idle: then its own activity
+    /// is recorded as of now (at most every eighth of `window`), so the higher one's next
+    /// command finds it active ([`Client::lower_priority_active`]) and raises demand,
+    /// which this client sees at its next command.
+    pub fn higher_active_or_note(&self, window: Duration) -> bool {
+        let w = window.as_nanos().min(u64::MAX as u128) as u64;
+        let v = self.shared.view();
+        let now = liveness::now_ns();
+        if v.higher_active(self.slot, self.pri, now, w) {
+            return true;
+        }
+        v.note_activity(self.slot, now, w / 8);
+        false
+    }
+
     /// Is a strictly lower priority registered on this device (even idle)? A client that
     /// submits without grants announces its demand only then, so lower ones yield to it.
     pub fn lower_priority_registered(&self) -> bool {

@@ -479,6 +479,21 @@ impl<'a> View<'a> {
         false
     }
 
+    /// Records client `me` active at `now` (no demand, no grant): see
+    /// `Client::higher_active_or_note`. Stores only when the recorded time is older than
+    /// `every_ns`, so a client calling it per command does not keep taking the cache line
+    /// that higher clients read on their every command.
+    pub fn note_activity(&self, me: usize, now: u64, every_ns: u64) {
+        let s = &self.slots[me];
+        if s.last_activity_ns
+            .load(Ordering::Relaxed)
+            .saturating_add(every_ns)
+            < now
+        {
+            s.last_activity_ns.store(now, Ordering::Relaxed);
+        }
+    }
+
     /// Device-wide count of new demands and grants (see `Header::activity`).
     pub fn activity(&self) -> u64 {
         self.h.activity.load(Ordering::Relaxed)

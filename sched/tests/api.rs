@@ -472,3 +472,38 @@ fn lower_activity_is_seen_after_an_idle_verdict() {
     drop((lo, lo2));
     assert!(!hi.lower_priority_active(window), "none left");
 }
+
+/// A lower client that sends its work straight to the driver while every higher one is
+/// idle (`higher_active_or_note`) records its own activity: the higher one's next
+/// command finds it active (and raises demand), which the lower one sees at its next.
+/// Without the record, neither would ever see the other again.
+#[test]
+fn a_lower_client_sending_direct_is_seen_by_an_idle_higher_one() {
+    let d = TestDir::new("lower-direct");
+    let arb = Arbiter::open("dev0", &d.opts()).unwrap();
+    let window = Duration::from_millis(40);
+    let hi = arb.register(info("high", "h")).unwrap();
+    let lo = arb.register(info("low", "l")).unwrap();
+    assert!(
+        lo.higher_active_or_note(window),
+        "registering counts as activity"
+    );
+    std::thread::sleep(window * 2);
+    assert!(
+        !hi.lower_priority_active(window),
+        "both idle past the window"
+    );
+    assert!(!lo.higher_active_or_note(window), "the higher one is idle");
+    assert!(
+        hi.lower_priority_active(window),
+        "the lower one's direct work is seen"
+    );
+    hi.announce_demand();
+    assert!(lo.higher_active_or_note(window), "the higher one's demand");
+    hi.idle();
+    assert!(
+        lo.higher_active_or_note(window),
+        "within the window after it"
+    );
+    drop((hi, lo));
+}

@@ -309,14 +309,16 @@ controls! {
         /// even then, so a higher priority that arrives later waits for at most
         /// one piece instead of whole launches queued before it came. Unset:
         /// 8000 on CPU devices (PoCL pays about 30 µs per launch); on a GPU,
-        /// 2000 (about the driver's own hand-over between processes) while a
-        /// higher priority is registered but idle, and while none is
-        /// registered only for a kernel's first 16 long launches, which teach
-        /// what its launches cost: the driver hands the device over by itself,
-        /// and every command behind a cut launch waits for the layer's thread
-        /// (tinygrad's lone training process kept 0.93-0.96 of its bare
-        /// throughput with every long launch cut, 0.99-1.00 without;
-        /// docs/benchmarks.md). Set, it applies on a GPU in both cases.
+        /// 2000 (about the driver's own hand-over between processes), only for
+        /// a kernel's first 16 long launches, which teach what its launches
+        /// cost; after them a GPU queue sends its launches whole, as the bare
+        /// driver gets them, while no higher priority is active: the driver
+        /// hands the device over by itself, and every command behind a cut
+        /// launch waits for the layer's thread (tinygrad's training process
+        /// kept 0.93-0.96 of its bare throughput alone, and 0.95-0.98 next to
+        /// an idle registered one, with every long launch cut; 0.99-1.00
+        /// without; docs/benchmarks.md). Set, it applies to every long launch
+        /// on a GPU too.
         /// Ignored with `slice = "never"`, and for launches that run as
         /// yielding launches: they are never cut, since they stop at their next
         /// group boundary when asked, from their first group on.

@@ -108,9 +108,10 @@ pub struct Managed {
     gpu: bool,
     /// `sched.piece_us` in ns: the piece length while no higher priority is active.
     piece_ns: u64,
-    /// Whether every long launch is cut into pieces while no higher priority is registered
+    /// Whether every long launch is cut into pieces while no higher priority is active
     /// (bounded arrival): on a GPU only where `sched.piece_us` is set; otherwise a kernel's
-    /// first [`LEARN_ALONE`] long launches only (see [`DEFAULT_PIECE_GPU_US`]).
+    /// first [`LEARN_ALONE`] long launches only, and a registered higher priority changes
+    /// nothing while it is idle (see [`DEFAULT_PIECE_GPU_US`], [`Managed::goes_as_alone`]).
     pieces_alone: bool,
     max_inflight: usize,
     /// Commands in the FIFO or being submitted; the fast path needs it to be zero.
@@ -208,14 +209,14 @@ pub const DEFAULT_TARGET_US: u64 = 250;
 /// (docs/benchmarks.md).
 pub const DEFAULT_TARGET_IDLE_CLASS_US: u64 = 1_000;
 
-/// `sched.piece_us` when unset, on a GPU: about NVIDIA's own hand-over between processes,
-/// so a higher priority that is registered but idle, when it returns, waits no longer than
-/// on the bare driver. While none is registered a GPU queue cuts only a kernel's first
-/// [`LEARN_ALONE`] long launches, unless `piece_us` is set: the driver hands the device
-/// over between processes by itself, which pieces of its own hand-over's length cannot
-/// beat, and every command behind a cut launch waits for the submitter thread (on an
-/// H200, tinygrad's lone training LP kept 0.93 of its bare throughput with 2 ms pieces
-/// and 1.00 without; docs/benchmarks.md, session 36).
+/// `sched.piece_us` when unset, on a GPU: about NVIDIA's own hand-over between processes.
+/// While no higher priority is active (none registered, or one idle for
+/// [`ACTIVE_WINDOW`]) a GPU queue cuts only a kernel's first [`LEARN_ALONE`] long launches,
+/// unless `piece_us` is set: the driver hands the device over between processes by
+/// itself, which pieces of its own hand-over's length cannot beat, and every command
+/// behind a cut launch waits for the submitter thread (on an H200, tinygrad's lone
+/// training LP kept 0.93 of its bare throughput with 2 ms pieces and 1.00 without;
+/// docs/benchmarks.md, sessions 36 and 37).
 pub const DEFAULT_PIECE_GPU_US: u64 = 2_000;
 
 /// `sched.piece_us` when unset, on other devices: PoCL pays about 30 µs per launch on a
@@ -397,7 +398,8 @@ impl Managed {
     /// Whether a new command must go through the FIFO (rather than straight to the
     /// vendor): earlier commands are still in software, slicing is forced, or a higher
     /// priority is registered on the device (then every kernel piece needs a grant),
-    /// unless the operating system already puts this queue's work behind it.
+    /// unless the operating system already puts this queue's work behind it, or it is a
+    /// GPU's and the higher one is idle ([`Managed::goes_as_alone`]).
     pub fn must_defer(&self) -> bool {
         if self.pending.load(Ordering::Acquire) > 0 {
             return true;
@@ -406,7 +408,21 @@ impl Managed {
         if self.mode == SliceMode::Always {
             return true;
         }
-        self.higher_registered(c) && !self.os_preempts()
+        self.higher_registered(c) && !self.os_preempts() && !self.goes_as_alone(c)
+    }
+
+    /// Whether this queue, with a higher priority registered, sends its commands as it
+    /// does alone: on a GPU (whose driver hands the device over between processes by
+    /// itself) while no higher priority has wanted the device for `ACTIVE_WINDOW`, with
+    /// `piece_us` unset. Its activity is then recorded in the segment, so the higher
+    /// one's next command raises demand and this queue defers again from its next
+    /// command. Cutting long launches into pieces for an idle higher priority instead
+    /// cost tinygrad's training LP 2-5% of its lone rate on an H100 (0.949-0.977,
+    /// docs/benchmarks.md, session 37), for a first request after an idle spell that
+    /// waited one piece rather than the driver's hand-over (0.93 against 2.27 ms, bare
+    /// 2.87): the same trade a lone queue makes ([`LEARN_ALONE`]).
+    fn goes_as_alone(&self, c: &Client) -> bool {
+        !self.pieces_alone && !c.higher_active_or_note(ACTIVE_WINDOW)
     }
 
     /// Whether the operating system preempts this queue's device work for any other

@@ -967,8 +967,15 @@ impl Submitter {
         // groups, so leaving at the next group boundary always frees them sooner, and it
         // is always asked. Past the cap it publishes 0, asked and not waited for: the
         // higher priority runs beside it meanwhile rather than idle (on PoCL, waiting the
-        // cap for groups of several ms added the whole cap to every request).
-        let yield_ns = if need <= cap.as_nanos() as u64 || (l.gpu && need <= GPU_HANDOVER_NS) {
+        // cap for groups of several ms added the whole cap to every request). So does a
+        // launch whose threads run in the idle class (`Managed::os_preempts`), whatever
+        // its groups: the higher priority's threads take the cores the moment they wake,
+        // and waiting for the yield only added it to every request (PoCL matrix, HP p50
+        // 1.27-1.30x alone with the wait, 1.03-1.05x without; docs/benchmarks.md,
+        // session 37).
+        let yield_ns = if self.m.os_preempts() {
+            Some(0)
+        } else if need <= cap.as_nanos() as u64 || (l.gpu && need <= GPU_HANDOVER_NS) {
             Some(need)
         } else if l.gpu {
             None
