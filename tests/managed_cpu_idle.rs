@@ -13,34 +13,10 @@ use common::{ok, Env};
 use managed_common as mc;
 use opencl_sys::*;
 use std::path::Path;
-use std::process::{Child, Command};
 use std::time::Duration;
 
 const ROLE: &str = "SP_CPU_IDLE_ROLE";
 const STOP: &str = "SP_CPU_IDLE_STOP";
-
-/// `SCHED_IDLE` in `sched_getscheduler`'s numbering (Linux).
-const SCHED_IDLE: u32 = 5;
-
-/// This process's threads in the idle scheduling class (field 41 of
-/// `/proc/self/task/*/stat`, read after the command name, which may hold spaces).
-fn idle_threads() -> usize {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
-        .filter(|s| {
-            let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
-            // Fields from the 3rd on: the policy (41st) is the 39th of them.
-            after
-                .split_whitespace()
-                .nth(38)
-                .and_then(|p| p.parse().ok())
-                == Some(SCHED_IDLE)
-        })
-        .count()
-}
 
 fn fill_kernel(env: &Env) -> cl_kernel {
     let prog = mc::build(env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
@@ -92,34 +68,10 @@ fn launches_go_direct(dir: &Path, env: &Env, low: cl_command_queue) -> bool {
     grants() == learned
 }
 
-fn spawn_high(stop: &Path) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_role", "--nocapture", "--test-threads=1"])
-        .env(ROLE, "high")
-        .env(STOP, stop)
-        .spawn()
-        .unwrap()
-}
-
-/// Not a test on its own: the high-priority child (does nothing without the role). It
-/// registers a high queue on the device, runs one launch, and waits for the stop file.
+/// Not a test on its own: the high-priority child (see `managed_common::high_child`).
 #[test]
 fn child_role() {
-    if std::env::var(ROLE).is_err() {
-        return;
-    }
-    // The parent's configuration and arbiter directory, inherited through the environment.
-    common::setup();
-    let env = Env::sp();
-    let q = mc::priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
-    run(q, fill_kernel(&env));
-    let stop = std::env::var_os(STOP).unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !Path::new(&stop).exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // SAFETY: the queue this child owns.
-    ok(unsafe { clReleaseCommandQueue(q) });
+    mc::high_child(ROLE, STOP);
 }
 
 #[test]
@@ -138,17 +90,21 @@ fn a_low_queue_idles_the_cpu_device_threads_once_a_higher_priority_registers() {
     let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
     let k = fill_kernel(&env);
     run(low, k);
-    assert_eq!(idle_threads(), 0, "alone, the device threads stay ordinary");
+    assert_eq!(
+        mc::idle_threads(),
+        0,
+        "alone, the device threads stay ordinary"
+    );
 
     let stop = dir.join("cpu-idle-stop");
     let _ = std::fs::remove_file(&stop);
-    let mut high = spawn_high(&stop);
+    let mut high = mc::spawn_high("child_role", ROLE, STOP, &stop);
     mc::eventually("the high child registers", Duration::from_secs(30), || {
         mc::all_clients(dir).iter().any(|c| mc::at_level(c, "high"))
     });
     // The low queue's next command sees the higher priority.
     run(low, k);
-    let idle = idle_threads();
+    let idle = mc::idle_threads();
     let direct = idle > 0 && launches_go_direct(dir, &env, low);
     std::fs::write(&stop, b"").unwrap();
     assert!(high.wait().unwrap().success(), "high-priority child failed");
@@ -171,13 +127,13 @@ fn a_low_queue_idles_the_cpu_device_threads_once_a_higher_priority_registers() {
     if unsafe { libc::geteuid() } == 0 {
         let normal = mc::priority_queue(&env, CL_QUEUE_PRIORITY_MED_KHR);
         assert_eq!(
-            idle_threads(),
+            mc::idle_threads(),
             0,
             "a normal queue keeps the device threads ordinary"
         );
         // ... and while it lives, the low queue leaves them so.
         run(low, k);
-        assert_eq!(idle_threads(), 0);
+        assert_eq!(mc::idle_threads(), 0);
         // SAFETY: queues the test owns.
         ok(unsafe { clReleaseCommandQueue(normal) });
     }

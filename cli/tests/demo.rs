@@ -33,3 +33,56 @@ fn quick_demo_runs_every_scenario_and_checks_the_results() {
         "{err}"
     );
 }
+
+/// Without `--quick` the demo first sizes both workloads on the bare vendor's device, so
+/// that a launch takes long enough to show anything there (a GPU runs the CPU-sized
+/// images in microseconds): it grows an image until a launch takes at least half its
+/// target (LP 150 ms), or reaches the largest size, and says what it chose.
+#[test]
+fn the_demo_sizes_its_workloads_for_the_device() {
+    let o = run(["demo", "--samples", "2"], &[]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.contains("sizing the workloads for this device"),
+        "{err}"
+    );
+    let sized = out
+        .lines()
+        .find(|l| l.starts_with("(sized for this device:"))
+        .unwrap_or_else(|| panic!("no sizing line:\n{out}"));
+    let lp = out
+        .lines()
+        .find(|l| l.starts_with("LP: "))
+        .unwrap_or_else(|| panic!("no workload line:\n{out}"));
+    // "LP: {w}x{w} Mandelbrot, {iters} iterations, ..."
+    let width: usize = lp[4..].split('x').next().unwrap().parse().unwrap();
+    let iters: usize = lp
+        .split(", ")
+        .nth(1)
+        .and_then(|s| s.split(' ').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{lp}"));
+    assert!(
+        width >= 1024 && iters >= 512,
+        "never smaller than the start: {lp}"
+    );
+    let took = sized
+        .split("took ")
+        .nth(1)
+        .and_then(|s| s.split(" (LP)").next())
+        .unwrap_or_else(|| panic!("{sized}"));
+    let ms = match took.split_once(' ') {
+        Some((v, "ms")) => v.parse::<f64>().unwrap(),
+        Some((v, "s")) => v.parse::<f64>().unwrap() * 1e3,
+        _ => 0.0,
+    };
+    assert!(
+        ms >= 75.0 || (width == 8192 && iters == 1 << 16),
+        "stopped growing short of the target: {sized}"
+    );
+    assert!(
+        out.contains("results bit-identical on every path: yes"),
+        "{out}"
+    );
+}

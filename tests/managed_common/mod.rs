@@ -521,3 +521,67 @@ pub fn is_gpu(env: &common::Env) -> bool {
     });
     t & CL_DEVICE_TYPE_GPU as cl_device_type != 0
 }
+
+// ---------------------------------------------------------------------------------------
+// CPU devices' threads and a high-priority child.
+
+/// `SCHED_IDLE` in `sched_getscheduler`'s numbering (Linux).
+const SCHED_IDLE: u32 = 5;
+
+/// This process's threads in the idle scheduling class (field 41 of
+/// `/proc/self/task/*/stat`, read after the command name, which may hold spaces).
+pub fn idle_threads() -> usize {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
+        .filter(|s| {
+            let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
+            // Fields from the 3rd on: the policy (41st) is the 39th of them.
+            after
+                .split_whitespace()
+                .nth(38)
+                .and_then(|p| p.parse().ok())
+                == Some(SCHED_IDLE)
+        })
+        .count()
+}
+
+/// Starts this test binary's `test` (a role calling [`high_child`]) as a child with
+/// `role_var` set and `stop_var` naming the file that stops it.
+pub fn spawn_high(test: &str, role_var: &str, stop_var: &str, stop: &Path) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(role_var, "high")
+        .env(stop_var, stop)
+        .spawn()
+        .unwrap()
+}
+
+/// The body of a high-priority child role (nothing without `role_var`): it registers a
+/// high queue on the device, runs one short launch, and waits for the file named by
+/// `stop_var`, with the parent's configuration and arbiter directory (inherited through
+/// the environment).
+pub fn high_child(role_var: &str, stop_var: &str) {
+    if std::env::var(role_var).is_err() {
+        return;
+    }
+    common::setup();
+    let env = common::Env::sp();
+    let q = priority_queue(&env, CL_QUEUE_PRIORITY_HIGH_KHR);
+    let prog = build(&env, &format!("{MIX_CL}{FILL_CL}"), "").unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    arg(k, 0, env.buffer(1024 * 4));
+    arg(k, 1, 3u32);
+    arg(k, 2, 100u32);
+    common::ok(enqueue(q, k, None, &[1024], Some(&[64]), &[], None));
+    finish(q);
+    let stop = std::env::var_os(stop_var).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !Path::new(&stop).exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: the queue this child owns.
+    common::ok(unsafe { clReleaseCommandQueue(q) });
+}

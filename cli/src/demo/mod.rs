@@ -74,8 +74,15 @@ pub fn run(args: &[String]) -> Result<(), CliError> {
         samples,
         pause_ms: 40,
     };
-    demo(&plan).or_else(|e| failed(format!("demo: {e}")))
+    demo(plan, !quick).or_else(|e| failed(format!("demo: {e}")))
 }
+
+/// What one launch of each image should take at least about, for the demo to show
+/// anything: the LP's long enough that the bare driver makes the HP wait behind it (on
+/// PoCL 1024² at 512 iterations takes about 180 ms, on an H100 about 0.1 ms), the HP's a
+/// request of some substance (PoCL: about 1.5 ms).
+const LP_TARGET: Duration = Duration::from_millis(150);
+const HP_TARGET: Duration = Duration::from_micros(500);
 
 /// A scenario: which path, and whether the LP process runs.
 struct Scenario {
@@ -102,7 +109,7 @@ const SCENARIOS: [Scenario; 3] = [
     },
 ];
 
-fn demo(plan: &Plan) -> Result<(), String> {
+fn demo(mut plan: Plan, sized: bool) -> Result<(), String> {
     let loaders = loader::prepare()?;
     println!(
         "SoftPreempt demo: a latency-critical process (HP, priority high) launches a short \
@@ -110,11 +117,19 @@ fn demo(plan: &Plan) -> Result<(), String> {
          busy with long kernels.\n",
         plan.pause_ms
     );
-    let mut progress = Progress::new(SCENARIOS.len() * (plan.samples + 2));
+    let sizing = if sized { 2 } else { 0 };
+    let mut progress = Progress::new(SCENARIOS.len() * (plan.samples + 2) + sizing);
+    let mut launch_us = None;
+    if sized {
+        let (lp, lp_us) = size_for(plan.lp, LP_TARGET, &loaders, &mut progress)?;
+        let (hp, hp_us) = size_for(plan.hp, HP_TARGET, &loaders, &mut progress)?;
+        (plan.lp, plan.hp) = (lp, hp);
+        launch_us = Some((lp_us, hp_us));
+    }
     let mut outcomes = Vec::new();
     let mut device: Option<String> = None;
     for sc in &SCENARIOS {
-        let o = scenario(sc, plan, &loaders, device.as_deref(), &mut progress)?;
+        let o = scenario(sc, &plan, &loaders, device.as_deref(), &mut progress)?;
         device.get_or_insert_with(|| o.device.clone());
         outcomes.push(o);
     }
@@ -126,9 +141,17 @@ fn demo(plan: &Plan) -> Result<(), String> {
         first.device, first.platform
     );
     println!(
-        "LP: {0}x{0} Mandelbrot, {1} iterations, back to back; HP: {2}x{2}, {3} iterations, {4} launches\n",
+        "LP: {0}x{0} Mandelbrot, {1} iterations, back to back; HP: {2}x{2}, {3} iterations, {4} launches",
         plan.lp.0, plan.lp.1, plan.hp.0, plan.hp.1, plan.samples
     );
+    if let Some((lp, hp)) = launch_us {
+        println!(
+            "(sized for this device: one launch alone, bare, took {} (LP) and {} (HP))",
+            crate::units::duration_ns(lp * 1000),
+            crate::units::duration_ns(hp * 1000)
+        );
+    }
+    println!();
     let rows: Vec<(&str, &Outcome)> = SCENARIOS.iter().map(|s| s.name).zip(&outcomes).collect();
     print!("{}", report::table(&rows));
     verdict(&outcomes)
@@ -304,6 +327,36 @@ impl Inbox {
                 }
             }
         }
+    }
+}
+
+/// Grows image `start` on the bare vendor's device until a launch takes about `target`
+/// (the `size` child role); the size and what its launch took, in µs.
+fn size_for(
+    start: (usize, usize),
+    target: Duration,
+    loaders: &Loaders,
+    progress: &mut Progress,
+) -> Result<((usize, usize), u64), String> {
+    progress.phase("sizing the workloads for this device".to_string());
+    let (tx, rx) = channel();
+    let mut inbox = Inbox {
+        rx,
+        finished: Vec::new(),
+        deadline: Instant::now() + SCENARIO_LIMIT,
+    };
+    let vars = [
+        (worker::LAYERED, "0".to_string()),
+        (worker::SIZE, format!("{},{}", start.0, start.1)),
+        (worker::TARGET_US, target.as_micros().to_string()),
+    ];
+    let w = Worker::spawn("size", &loaders.bare, &vars, tx)?;
+    let v = inbox.expect(&[&w], "size", "size")?;
+    progress.tick();
+    let n = |i: usize| v["size"][i].as_u64().map(|x| x as usize);
+    match (n(0), n(1)) {
+        (Some(width), Some(iters)) => Ok(((width, iters), v["launch_us"].as_u64().unwrap_or(0))),
+        _ => Err(format!("the size process answered {v}")),
     }
 }
 

@@ -438,6 +438,14 @@ impl Managed {
         self.os_platform.is_some_and(|p| p.get().workers_idle())
     }
 
+    /// For the watcher: moves this low queue's CPU device threads to the idle class if a
+    /// higher priority is registered (see [`Managed::higher_registered`]).
+    pub fn idle_workers_if_outranked(&self) {
+        if let (Some(_), Some(c)) = (self.os_platform, &self.client) {
+            self.higher_registered(c);
+        }
+    }
+
     /// Whether a higher priority is registered on the device. The first time one is, a
     /// low queue on a CPU device moves the device's threads to the idle class, so the OS
     /// gives the cores to anyone else first (one atomic load after that).
