@@ -11,7 +11,9 @@
 #    for bit.
 # Through SoftPreempt the client runs at priority low while a high-priority client
 # (scripts/clients/hp_holder.py) holds a queue on the same device and launches a small
-# kernel twice a second, so every launch of the client goes through the scheduler.
+# kernel twice a second, so every launch of the client is arbitrated (on a CPU device
+# whose threads the layer moved to the idle class, short launches go straight to the
+# driver: the trace's direct launches count as going through SoftPreempt).
 # Any test that passes on the bare driver and not through SoftPreempt, and any OpenCV
 # output that differs, fails the script; everything is printed and kept in
 # target/clients/ (summary.md, JUnit XML, logs).

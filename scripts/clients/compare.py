@@ -195,14 +195,19 @@ def opencl_errors(log_path):
 
 
 def kernels_per_op(info, trace_dir):
-    """{op name: kernel names} from SoftPreempt's trace: slices whose start falls inside
-    the operation's CLOCK_MONOTONIC window (the trace uses the same clock, in µs)."""
+    """{op name: kernel names} from SoftPreempt's trace: slices (launches through the
+    layer's queue) and direct launches (sent straight to the driver: a low queue whose CPU
+    device threads run in the idle class sends its short launches so even next to a
+    registered higher priority) whose time falls inside the operation's CLOCK_MONOTONIC
+    window (the trace uses the same clock, in µs)."""
     slices = []
     for path in glob.glob(f"{trace_dir}/softpreempt-*.json"):
         with open(path) as f:
             events = json.load(f).get("traceEvents", [])
         slices += [(e["ts"] * 1000.0, e["name"]) for e in events
                    if e.get("cat") == "slice" and "ts" in e]
+        slices += [(e["ts"] * 1000.0, e["args"]["kernel"]) for e in events
+                   if e.get("cat") == "direct" and "ts" in e and "kernel" in e.get("args", {})]
     found = {}
     for op in info["ops"]:
         found[op["name"]] = {n for ts, n in slices if op["start_ns"] <= ts <= op["end_ns"]}
