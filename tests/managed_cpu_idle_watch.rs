@@ -27,35 +27,6 @@ fn child_role() {
     mc::high_child(ROLE, STOP);
 }
 
-/// The `iters` that make a `fill` of `ITEMS` take about `LAUNCH_MS` on the bare vendor.
-fn launch_iters() -> u32 {
-    const TRIAL: u32 = 100;
-    let bare = Env::new(common::bare_platform());
-    let prog = mc::build(&bare, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let k = bare.kernel(prog, "fill");
-    mc::arg(k, 0, bare.buffer(ITEMS * 4));
-    mc::arg(k, 1, 0u32);
-    mc::arg(k, 2, TRIAL);
-    let mut took = Duration::ZERO;
-    for _ in 0..2 {
-        let t = Instant::now();
-        ok(mc::enqueue(
-            bare.queue,
-            k,
-            None,
-            &[ITEMS],
-            Some(&[64]),
-            &[],
-            None,
-        ));
-        mc::finish(bare.queue);
-        took = t.elapsed();
-    }
-    let per_iter = took.as_secs_f64() * 1e3 / f64::from(TRIAL);
-    (LAUNCH_MS / per_iter.max(1e-9)).clamp(1.0, 1e7) as u32
-}
-
 #[test]
 fn the_watcher_idles_the_threads_while_the_low_queue_is_inside_a_long_launch() {
     if std::env::var(ROLE).is_ok() {
@@ -68,7 +39,7 @@ fn the_watcher_idles_the_threads_while_the_low_queue_is_inside_a_long_launch() {
     if mc::is_gpu(&env) {
         return; // a GPU's kernels run on no thread of ours
     }
-    let iters = launch_iters();
+    let iters = mc::fill_iters_for(ITEMS, LAUNCH_MS);
     env.close_queue();
     let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
     let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")

@@ -66,22 +66,6 @@ fn launch(q: cl_command_queue, k: cl_kernel, out: cl_mem, items: usize, seed: u3
     mc::finish(q);
 }
 
-/// The `iters` that make a `fill` of `ITEMS` take about `LAUNCH_MS` on the bare vendor
-/// (its second launch timed: PoCL compiles at the first).
-fn launch_iters() -> u32 {
-    const TRIAL: u32 = 100;
-    let bare = Env::new(common::bare_platform());
-    let (k, out) = fill(&bare);
-    let mut took = Duration::ZERO;
-    for _ in 0..2 {
-        let t = Instant::now();
-        launch(bare.queue, k, out, ITEMS, 0, TRIAL);
-        took = t.elapsed();
-    }
-    let per_iter = took.as_secs_f64() / f64::from(TRIAL);
-    ((LAUNCH_MS as f64 / 1e3) / per_iter.max(1e-9)).clamp(1.0, 1e6) as u32
-}
-
 /// Not a test on its own: the high-priority child. It registers and runs one short
 /// launch, idles until the low child asks, then sends one more and waits to be stopped.
 #[test]
@@ -111,7 +95,7 @@ fn low_role() {
         return;
     }
     common::setup();
-    let iters = launch_iters();
+    let iters = mc::fill_iters_for(ITEMS, LAUNCH_MS as f64);
     let mut env = Env::sp();
     env.close_queue();
     let q = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);

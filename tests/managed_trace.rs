@@ -271,41 +271,9 @@ fn learn_child_role() {
     fill_checked(&env, k, LONG_ITEMS, iters, LEARN_LAUNCHES, true);
 }
 
-/// The `iters` that make a `fill` of `LONG_ITEMS` take about `LONG_MS` on the bare vendor
-/// (its second launch timed: PoCL compiles at the first).
+/// The `iters` that make a `fill` of `LONG_ITEMS` take about `LONG_MS` on the bare vendor.
 fn long_iters() -> u32 {
-    const TRIAL: u32 = 100;
-    let bare = Env::new(common::bare_platform());
-    let prog = mc::build(&bare, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let k = bare.kernel(prog, "fill");
-    let out = bare.buffer(LONG_ITEMS * 4);
-    mc::arg(k, 0, out);
-    mc::arg(k, 1, 0u32);
-    mc::arg(k, 2, TRIAL);
-    let mut took = std::time::Duration::ZERO;
-    for _ in 0..2 {
-        let t = std::time::Instant::now();
-        ok(mc::enqueue(
-            bare.queue,
-            k,
-            None,
-            &[LONG_ITEMS],
-            Some(&[64]),
-            &[],
-            None,
-        ));
-        mc::finish(bare.queue);
-        took = t.elapsed();
-    }
-    // SAFETY: objects this function created.
-    unsafe {
-        clReleaseKernel(k);
-        clReleaseProgram(prog);
-        clReleaseMemObject(out);
-    }
-    let scale = LONG_MS as f64 * 1e6 / took.as_nanos().max(1) as f64;
-    (TRIAL as f64 * scale).clamp(TRIAL as f64, 1e9) as u32
+    mc::fill_iters_for(LONG_ITEMS, LONG_MS as f64)
 }
 
 /// Runs this binary's `role` test in a child with `var` set and the trace and profile in

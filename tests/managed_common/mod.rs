@@ -585,3 +585,40 @@ pub fn high_child(role_var: &str, stop_var: &str) {
     // SAFETY: the queue this child owns.
     common::ok(unsafe { clReleaseCommandQueue(q) });
 }
+
+/// The `iters` that make a [`FILL_CL`] `fill` of `items` (local size 64) take about `ms`
+/// on the bare vendor: its second launch of 100 iterations timed (PoCL compiles at the
+/// first), scaled; at least 100.
+pub fn fill_iters_for(items: usize, ms: f64) -> u32 {
+    const TRIAL: u32 = 100;
+    let bare = common::Env::new(common::bare_platform());
+    let prog = build(&bare, &format!("{MIX_CL}{FILL_CL}"), "").unwrap_or_else(|e| panic!("{e}"));
+    let k = bare.kernel(prog, "fill");
+    let out = bare.buffer(items * 4);
+    arg(k, 0, out);
+    arg(k, 1, 0u32);
+    arg(k, 2, TRIAL);
+    let mut took = Duration::ZERO;
+    for _ in 0..2 {
+        let t = Instant::now();
+        common::ok(enqueue(
+            bare.queue,
+            k,
+            None,
+            &[items],
+            Some(&[64]),
+            &[],
+            None,
+        ));
+        finish(bare.queue);
+        took = t.elapsed();
+    }
+    // SAFETY: objects this function created.
+    unsafe {
+        clReleaseKernel(k);
+        clReleaseProgram(prog);
+        clReleaseMemObject(out);
+    }
+    let scale = ms * 1e6 / took.as_nanos().max(1) as f64;
+    (f64::from(TRIAL) * scale).clamp(f64::from(TRIAL), 1e9) as u32
+}
