@@ -4,6 +4,9 @@
 //! while its results stay exact. The work runs in a child process (this binary in the
 //! `SP_TRACE_ROLE` role), because both files are completed when the queue is released.
 //!
+//! Each piece says how the layer saw it complete (`own_event`): by its own vendor event only
+//! where the application's event needs one (a profiling queue), else by a barrier's after it.
+//!
 //! Launches that go straight to the vendor instead of through the FIFO are counted too (the
 //! profile's `direct` and `direct_claimed`, a "direct launch" instant in the trace): a low
 //! queue next to an idle high one sends its short launches direct under the budget.
@@ -24,6 +27,7 @@ const DIRECT_ROLE: &str = "SP_TRACE_DIRECT_ROLE";
 const IDLE_ROLE: &str = "SP_TRACE_IDLE_ROLE";
 const BLOCKING_ROLE: &str = "SP_TRACE_BLOCKING_ROLE";
 const LEARN_ROLE: &str = "SP_TRACE_LEARN_ROLE";
+const TRACKING_ROLE: &str = "SP_TRACE_TRACKING_ROLE";
 /// The lone launches of the learning test, and how many of them a GPU queue cuts
 /// (`managed::LEARN_ALONE`).
 const LEARN_LAUNCHES: u32 = 20;
@@ -54,6 +58,76 @@ fn child_role() {
     println!("@items {n}");
     fill_checked(&env, k, n, ITERS, LAUNCHES, false);
     // Env's drop releases the queue: the submitter stops and flushes both files.
+}
+
+/// The child of the completion test: every launch through the FIFO (`slice = "always"`),
+/// two of `fill` on `Env`'s profiling queue with the application's event, whose times must
+/// span the launch, then two on a queue without profiling, the first with the
+/// application's event (waited for), the second without; each result checked.
+#[test]
+fn tracking_child_role() {
+    if std::env::var_os(TRACKING_ROLE).is_none() {
+        return;
+    }
+    mc::init("slice = \"always\"\ntarget_slice_us = 200");
+    let env = Env::sp();
+    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "fill");
+    let n = mc::sliceable_items(&env, N);
+    let out = env.buffer(n * 4);
+    mc::arg(k, 0, out);
+    mc::arg(k, 2, ITERS);
+    let mut err = 0;
+    // SAFETY: the Env's live context and device; default properties.
+    let plain = unsafe {
+        clCreateCommandQueueWithProperties(env.context, env.device, std::ptr::null(), &mut err)
+    };
+    ok(err);
+    for (q, profiled) in [(env.queue, true), (plain, false)] {
+        for seed in 1..=2u32 {
+            mc::arg(k, 1, seed);
+            let mut ev: cl_event = std::ptr::null_mut();
+            let asks = profiled || seed == 1;
+            ok(mc::enqueue(
+                q,
+                k,
+                None,
+                &[n],
+                Some(&[64]),
+                &[],
+                asks.then_some(&mut ev),
+            ));
+            if asks {
+                // SAFETY: the event just returned.
+                ok(unsafe { clWaitForEvents(1, &ev) });
+                let status: cl_int = common::info_scalar(|s, v, r| {
+                    // SAFETY: the live event; a cl_int answer.
+                    unsafe { clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, s, v, r) }
+                });
+                assert_eq!(status, CL_COMPLETE as cl_int);
+                if profiled {
+                    let at = |what| -> u64 {
+                        common::info_scalar(|s, v, r| {
+                            // SAFETY: the live, complete event of a profiling queue.
+                            unsafe { clGetEventProfilingInfo(ev, what, s, v, r) }
+                        })
+                    };
+                    let (start, end) =
+                        (at(CL_PROFILING_COMMAND_START), at(CL_PROFILING_COMMAND_END));
+                    assert!(0 < start && start < end, "times {start}..{end}");
+                }
+                // SAFETY: ours, released once.
+                ok(unsafe { clReleaseEvent(ev) });
+            }
+            mc::finish(q);
+            if let Some(m) = mc::check_fill(&env.read_on::<u32>(q, out, n), 0, seed, ITERS) {
+                panic!("results (profiling {profiled}, seed {seed}): {m}");
+            }
+        }
+    }
+    // SAFETY: the queue made above, drained.
+    ok(unsafe { clReleaseCommandQueue(plain) });
 }
 
 /// `launches` launches of `fill` (`k`) over `n` items on `env`'s queue, seeds 1 on, each
@@ -276,6 +350,15 @@ fn long_iters() -> u32 {
     mc::fill_iters_for(LONG_ITEMS, LONG_MS as f64)
 }
 
+/// The parent side of a test with a child role `var`: `None` in the child (where the
+/// parent test has nothing to do), else a fresh directory named `tag` for its files.
+fn parent_dir(var: &str, tag: &str) -> Option<std::path::PathBuf> {
+    if std::env::var_os(var).is_some() {
+        return None;
+    }
+    Some(mc::private_dir(tag))
+}
+
 /// Runs this binary's `role` test in a child with `var` set and the trace and profile in
 /// `dir`; returns its standard output.
 fn run_role(role: &str, var: &str, dir: &Path) -> String {
@@ -321,10 +404,9 @@ fn read_trace(dir: &Path) -> Vec<Value> {
 
 #[test]
 fn sliced_launches_appear_in_the_trace_and_the_profile() {
-    if std::env::var_os(ROLE).is_some() {
+    let Some(dir) = parent_dir(ROLE, "trace") else {
         return;
-    }
-    let dir = mc::private_dir("trace");
+    };
     let traces = dir.join("traces");
     let profile = dir.join("profile.jsonl");
     let stdout = run_role("child_role", ROLE, &dir);
@@ -385,12 +467,45 @@ fn sliced_launches_appear_in_the_trace_and_the_profile() {
     assert!(fill[0]["total_device_ns"].as_u64().unwrap() > 0);
 }
 
+/// A piece is tracked by its own vendor event only on a queue whose application event
+/// needs its times (profiling on, the event asked for); on other queues, with or without
+/// the application's event, by a barrier's after it, which keeps NVIDIA's hand-over of the
+/// device to another process as prompt as without the layer (`core::managed::completion`).
+/// The events and results stay exact either way (the child checks them).
+#[test]
+fn pieces_carry_their_own_event_only_where_the_application_needs_its_times() {
+    let Some(dir) = parent_dir(TRACKING_ROLE, "trace-tracking") else {
+        return;
+    };
+    run_role("tracking_child_role", TRACKING_ROLE, &dir);
+    let events = read_trace(&dir.join("traces"));
+    let slices: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["cat"] == "slice")
+        .collect();
+    // One track per queue, each with one way of tracking its pieces.
+    let mut tracks: Vec<(String, u64)> = slices
+        .iter()
+        .map(|e| {
+            let own = e["args"]["own_event"].as_u64().expect("own_event");
+            (e["tid"].to_string(), own)
+        })
+        .collect();
+    tracks.sort();
+    tracks.dedup();
+    let mut owns: Vec<u64> = tracks.iter().map(|t| t.1).collect();
+    owns.sort();
+    assert_eq!(owns, [0, 1], "two queues, one way each: {tracks:?}");
+    // The profiling queue is the first opened, its pieces the first retired.
+    assert_eq!(slices[0]["args"]["own_event"], 1, "{:?}", slices[0]);
+    assert_eq!(slices.last().unwrap()["args"]["own_event"], 0);
+}
+
 #[test]
 fn direct_launches_are_counted_in_the_profile_and_the_trace() {
-    if std::env::var_os(DIRECT_ROLE).is_some() {
+    let Some(dir) = parent_dir(DIRECT_ROLE, "trace-direct") else {
         return;
-    }
-    let dir = mc::private_dir("trace-direct");
+    };
     run_role("direct_child_role", DIRECT_ROLE, &dir);
     let lines = read_profile(&dir.join("profile.jsonl"));
     let fill: Vec<&Value> = lines
@@ -433,10 +548,9 @@ fn direct_launches_are_counted_in_the_profile_and_the_trace() {
 /// every piece of the block before to be retired, 57-61 us each with their release).
 #[test]
 fn a_command_pushed_while_pieces_retire_reaches_the_vendor_at_once() {
-    if std::env::var_os(IDLE_ROLE).is_some() {
+    let Some(dir) = parent_dir(IDLE_ROLE, "trace-idle") else {
         return;
-    }
-    let dir = mc::private_dir("trace-idle");
+    };
     run_role("idle_child_role", IDLE_ROLE, &dir);
     let events = read_trace(&dir.join("traces"));
     let pieces: Vec<&Value> = events
@@ -482,10 +596,9 @@ fn a_command_pushed_while_pieces_retire_reaches_the_vendor_at_once() {
 /// on the device, which is what they count.
 #[test]
 fn blocking_transfers_beside_a_yielding_run_wait_apart() {
-    if std::env::var_os(BLOCKING_ROLE).is_some() {
+    let Some(dir) = parent_dir(BLOCKING_ROLE, "trace-blocking") else {
         return;
-    }
-    let dir = mc::private_dir("trace-blocking");
+    };
     let out = run_role("blocking_child_role", BLOCKING_ROLE, &dir);
     let reads: usize = out
         .lines()
@@ -519,10 +632,9 @@ fn blocking_transfers_beside_a_yielding_run_wait_apart() {
 /// through the submitter.
 #[test]
 fn a_lone_gpu_queue_cuts_only_the_launches_that_teach() {
-    if std::env::var_os(LEARN_ROLE).is_some() {
+    let Some(dir) = parent_dir(LEARN_ROLE, "trace-learn") else {
         return;
-    }
-    let dir = mc::private_dir("trace-learn");
+    };
     run_role_with(
         "learn_child_role",
         LEARN_ROLE,

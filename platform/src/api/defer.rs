@@ -105,16 +105,28 @@ pub fn direct<T>(
         return Ok(r);
     }
     // A watched command's completion is observed on its vendor event, and an unready one
-    // is remembered by it: ask for one even when the application did not.
+    // is remembered by it: ask for one even when the application did not. A lower
+    // priority's short launch is watched by a barrier's event after it instead: its own
+    // would delay NVIDIA's hand-over of the device to the higher priority (`completion`).
+    let by_barrier = event.is_null()
+        && ready
+        && watch.as_ref().is_some_and(|w| w.claimed())
+        && !managed::completion::own_event(m, false);
     let mut local: cl_event = std::ptr::null_mut();
-    let ptr = if event.is_null() {
+    let ptr = if by_barrier {
+        std::ptr::null_mut()
+    } else if event.is_null() {
         &mut local as *mut cl_event
     } else {
         out.ptr()
     };
     let r = call(&q.get().inner, wait.len(), wait.ptr(), ptr);
-    let ev = if event.is_null() { local } else { out.inner };
     let vt = q.get().inner.vt;
+    if by_barrier && r.is_ok() {
+        // Untracked if the vendor refuses even that: its claim ends below, at once.
+        local = managed::completion::after(vt, q.get().inner.h).unwrap_or(std::ptr::null_mut());
+    }
+    let ev = if event.is_null() { local } else { out.inner };
     if !ready && r.is_ok() && !ev.is_null() {
         m.note_unready(ev);
     }
@@ -291,8 +303,9 @@ pub fn launch(
     };
     let keep = launch::keep_args(k);
     let d = event_for(q, m, event, kind)?;
-    let yielding = managed::yielding::prepare(m, k, &k.program, &geo, pred);
-    let l = launch::build(k, &m.device, geo, clone, m.in_order, yielding);
+    let own_event = managed::completion::own_event(m, d.is_some());
+    let yielding = managed::yielding::prepare(m, k, &k.program, &geo, pred, own_event);
+    let l = launch::build(k, &m.device, geo, clone, m.in_order, yielding, own_event);
     m.push(Command {
         work: Work::Launch(l),
         wait,

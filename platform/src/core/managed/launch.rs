@@ -448,6 +448,7 @@ pub fn build(
     clone: Retained,
     in_order: bool,
     yielding: Option<super::yielding::YieldLaunch>,
+    own_event: bool,
 ) -> Launch {
     let (unit, unit_is_local) = unit_of(k, device, &geo);
     let mut sliceable = may_slice(k, &geo, in_order);
@@ -473,5 +474,6 @@ pub fn build(
         models: k.class.models.clone(),
         name: k.name().clone(),
         yielding,
+        own_event,
     }
 }

@@ -20,6 +20,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod arbiter;
+pub mod completion;
 pub mod deferred;
 pub mod failing;
 pub mod launch;
@@ -167,6 +168,12 @@ pub struct Watch {
 }
 
 impl Watch {
+    /// It is a short launch sent direct under the budget (not a higher priority's
+    /// command, whose own event costs it nothing: see `completion`).
+    pub fn claimed(&self) -> bool {
+        self.claim > 0
+    }
+
     /// The command is on the vendor's queue now.
     pub fn on_vendor(&self) {
         let n = self.m.direct_seq.fetch_add(1, Ordering::AcqRel) + 1;

@@ -88,14 +88,17 @@ pub struct Launch {
     pub yielding: Option<super::yielding::YieldLaunch>,
     /// The device is a GPU: its driver time-slices between contexts by itself.
     pub gpu: bool,
+    /// It carries a vendor event of its own, not a barrier's (`completion::own_event`).
+    pub own_event: bool,
 }
 
-/// How soon a GPU driver hands the device to another process's context by itself
-/// (NVIDIA time-slices contexts at millisecond granularity: a bare co-run delays a
-/// 0.45 ms HP kernel by about 1-1.5 ms at p99 on an H100, issue 12). A kernel whose one
-/// wave lasts longer cannot be preempted sooner by slicing, which would then only hold
-/// the low priority back (rule 8): such launches go to the vendor whole, holding no
-/// grant, and the driver shares the device as it would without the layer.
+/// How soon a GPU driver hands the device to another process's context by itself, from
+/// a launch with an event of its own (NVIDIA time-slices contexts at millisecond
+/// granularity: a bare co-run delays a 0.45 ms HP kernel by about 1-1.5 ms at p99 on an
+/// H100, issue 12; without an event it hands over in about 0.2 ms, see `completion`). A
+/// kernel whose one wave lasts longer cannot be preempted sooner by slicing, which would
+/// then only hold the low priority back (rule 8): such launches go to the vendor whole,
+/// holding no grant, and the driver shares the device as it would without the layer.
 pub(super) const GPU_HANDOVER_NS: u64 = 2_000_000;
 
 /// A timing model's key: the kernel's class (`KernelClass::id`) and the device (its inner
@@ -179,6 +182,8 @@ struct InFlight {
     /// What `SliceEfficiency` weighs this piece as: cut at the slice target times a scale
     /// while a higher priority was active, or a long piece.
     weigh: Option<Weigh>,
+    /// `event` is the piece's own, not a barrier's after it (`completion`).
+    own_event: bool,
 }
 
 /// How a retired piece teaches `SliceEfficiency`.
@@ -376,6 +381,8 @@ impl Submitter {
                     // When it reached the vendor (the span starts when it could start on
                     // the device: then, or when the piece before it was seen to end).
                     ("submitted_ns", p.submitted_ns.into()),
+                    // Tracked by its own vendor event (1) or a barrier's (0).
+                    ("own_event", u64::from(p.own_event).into()),
                 ],
             );
         }
@@ -637,7 +644,13 @@ impl Submitter {
             l.local.as_ref().map_or(std::ptr::null(), |x| x.as_ptr())
         };
         let vt = self.vt();
+        let by_barrier = !l.own_event;
         let mut ev: cl_event = std::ptr::null_mut();
+        let out = if by_barrier {
+            std::ptr::null_mut()
+        } else {
+            &mut ev as *mut cl_event
+        };
         let rc = match vt.clEnqueueNDRangeKernel {
             // SAFETY: the vendor's enqueue on its own queue and our private kernel clone;
             // the size arrays outlive the call.
@@ -651,7 +664,7 @@ impl Submitter {
                     local,
                     waits.len() as cl_uint,
                     list_ptr(waits),
-                    &mut ev,
+                    out,
                 )
             }),
             None => CL_INVALID_OPERATION,
@@ -660,6 +673,9 @@ impl Submitter {
         self.look = None;
         if rc != CL_SUCCESS {
             return Err(rc);
+        }
+        if by_barrier {
+            ev = super::completion::after(vt, self.m.inner.h)?;
         }
         if let Some(f) = vt.clFlush {
             // SAFETY: the vendor's own queue.
@@ -705,6 +721,12 @@ impl Submitter {
             &l.global[..dims],
             &unit[..dims],
         );
+        // On a GPU, slices beat the driver's hand-over only from a launch with an event
+        // of its own; one tracked by a barrier goes whole under a grant (`completion`),
+        // unless `slice = "always"` asks for slices whatever they cost. Its planner still
+        // counts its groups: the whole launch teaches the timing model, which tells when
+        // it is long enough to run as a yielding launch (without it, never).
+        let slices_pay = !l.gpu || l.own_event || self.m.mode == crate::config::SliceMode::Always;
         let mut planner = range
             .ok()
             .filter(|_| l.sliceable)
@@ -718,7 +740,7 @@ impl Submitter {
         // start (a 65 µs kernel whose first launch took 7 ms on an H200 would go unsliced
         // and unobserved, so it would never learn otherwise): sliced, and its pieces
         // observed. A kernel whose waves are long goes whole from its third launch on.
-        if planner.is_some() && self.m.slice_target() == Some(self.m.target_ns()) {
+        if planner.is_some() && slices_pay && self.m.slice_target() == Some(self.m.target_ns()) {
             let wave_ns = Some(model(&l.key))
                 .filter(|m| m.warm())
                 .and_then(|m| m.predict(1))
@@ -770,6 +792,7 @@ impl Submitter {
                         .filter(|_| !long_wave)
                         .map(|c| c.activity_mark()),
                     weigh: (!long_wave).then_some(Weigh::Whole),
+                    own_event: l.own_event,
                 });
                 return Ok(());
             }
@@ -781,7 +804,7 @@ impl Submitter {
             // Decided per piece: a higher priority may have come or gone since the last one
             // (the slice target while one is active, else the longer piece length). A
             // kernel whose slices at the target waste the device gets a longer target.
-            let target = self.m.slice_target();
+            let target = self.m.slice_target().filter(|_| slices_pay);
             // `slice = "always"` asks for the target whatever it costs: not adapted.
             let at_target = target == Some(self.m.target_ns()) && self.m.contended_mode();
             let scale = at_target.then(|| efficiency().get(&l.key).map_or(1, |e| e.scale()));
@@ -898,6 +921,7 @@ impl Submitter {
                     (true, None) => Some(Weigh::Long),
                     (false, _) => (!started).then_some(Weigh::Long),
                 },
+                own_event: l.own_event,
             });
             if finished {
                 return Ok(());
@@ -928,14 +952,17 @@ impl Submitter {
         // How long it needs to stop: about one of its groups (a wave of the original
         // launch runs one group on each resident slot) plus the signal path; unknown yet:
         // the cap. A higher priority waits for it that long, at most `yield_wait_us`.
-        // Longer than the driver's own hand-over, yielding gains nothing: it says it cannot
-        // yield, and nobody asks. Between the cap and that, it is asked and waited for up
-        // to the cap: the launch leaves at its next group boundary, and an HP submitted
-        // meanwhile is switched in sooner than behind a launch nobody asked to leave (HP
-        // p99 next to a Mandelbrot LP on an H100 whose yields took 1-2 ms: 1.73 ms asked,
-        // 2.88 not asked; next to pyopencl's 0.78 ms work-items, not asked, bare's 2.8).
-        // Publishing the yields' measured latency instead of this estimate was worse
-        // (2.00 ms there, waiting longer; `leave_device` returns it).
+        // On a GPU, longer than the driver's own hand-over (`yielding::ask_limit_ns`), it
+        // says it cannot yield, and nobody asks. Between the cap and that (a run with an
+        // event of its own, which the driver hands over late), it is asked and waited
+        // for up to the cap: the launch leaves at its next group boundary, and an HP
+        // submitted meanwhile is switched in sooner than behind a launch nobody asked to
+        // leave (HP p99 next to the benchmark's Mandelbrot LP on an H100, whose yields
+        // took 1-2 ms: 1.66 ms asked, 2.87 not asked, bare's 2.87). A run tracked by a
+        // barrier is handed over in about 0.2 ms, and an ask that outlasts the cap only
+        // delays that (`yielding::yields_too_slow`). Publishing the yields' measured
+        // latency instead of this estimate was worse (2.00 ms there, waiting longer;
+        // `leave_device` returns it).
         let cap = Duration::from_micros(config::config().sched.yield_wait_us);
         // A wave is the model's slope, not `predict(1)`: the fixed cost of a launch is paid
         // once, not per group (on PoCL it made 13 µs waves look like 2 ms).
@@ -975,7 +1002,9 @@ impl Submitter {
         // session 37).
         let yield_ns = if self.m.os_preempts() {
             Some(0)
-        } else if need <= cap.as_nanos() as u64 || (l.gpu && need <= GPU_HANDOVER_NS) {
+        } else if need <= cap.as_nanos() as u64
+            || (l.gpu && need <= super::yielding::ask_limit_ns(l.own_event))
+        {
             Some(need)
         } else if l.gpu {
             None
@@ -1018,7 +1047,13 @@ impl Submitter {
             let running = yielding::start(&self.m, &ctl, epoch, claim);
             let started = monotonic_ns();
             let mut ev: cl_event = std::ptr::null_mut();
-            let rc = if rc != CL_SUCCESS {
+            let by_barrier = !l.own_event;
+            let out = if by_barrier {
+                std::ptr::null_mut()
+            } else {
+                &mut ev as *mut cl_event
+            };
+            let mut rc = if rc != CL_SUCCESS {
                 rc
             } else {
                 let w = if first { waits } else { &[] };
@@ -1034,10 +1069,16 @@ impl Submitter {
                         y.local.as_ptr(),
                         w.len() as cl_uint,
                         list_ptr(w),
-                        &mut ev,
+                        out,
                     )
                 }
             };
+            if rc == CL_SUCCESS && by_barrier {
+                match super::completion::after(vt, self.m.inner.h) {
+                    Ok(e) => ev = e,
+                    Err(e) => rc = e,
+                }
+            }
             if rc == CL_SUCCESS {
                 if let Some(f) = vt.clFlush {
                     // SAFETY: the vendor's own queue.
@@ -1045,8 +1086,13 @@ impl Submitter {
                 }
                 wait_event(vt, ev);
             }
-            let took = monotonic_ns().saturating_sub(started);
+            let ended = monotonic_ns();
+            let took = ended.saturating_sub(started);
             let asked = running.asked();
+            if asked && l.gpu && !l.own_event && rc == CL_SUCCESS {
+                let asked_ns = running.asked_ns().max(started);
+                yielding::observed_yield(l.key, ended.saturating_sub(asked_ns));
+            }
             let claim = yielding::finish(&self.m, &running);
             // Asked to stop: the ticket says how far it got. Not asked: it ran to the end.
             let read_ns = monotonic_ns();
@@ -1073,6 +1119,7 @@ impl Submitter {
                     &[
                         ("yielding_run", runs.into()),
                         ("asked", u64::from(asked).into()),
+                        ("own_event", u64::from(l.own_event).into()),
                     ],
                 );
             }

@@ -25,7 +25,7 @@
 
 use once_cell::sync::Lazy;
 use softpreempt_sched::{Arbiter, DeviceClaim};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -104,11 +104,15 @@ pub fn forget_kernel(h: usize) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .retain(|k, _| k.0 != h);
+    LATE.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|k| k.0 != h);
 }
 
 /// Whether the kernel `key`'s own yielding runs on a GPU showed groups too long to be
-/// asked: one wave of them plus the signal path outlasts the driver's own hand-over
-/// between contexts, so no higher priority would ever ask it (the submitter's rule), and
+/// asked: one wave of them plus the signal path outlasts [`ask_limit_ns`] for its runs, so
+/// no higher priority would ever ask it (the submitter's rule), or its barrier-tracked
+/// yields came too late ([`yields_too_slow`]), and
 /// running it as a yielding launch buys nothing while costing what every yielding run
 /// costs: the queue emptied before it and a host round trip after it (the next command
 /// waits for the host to see the run end). tinygrad's 8192x2048 matrix product on an
@@ -133,14 +137,70 @@ pub fn run_wave(key: (usize, usize)) -> Option<u64> {
         .and_then(|&(n, w)| (n >= 1).then_some(w))
 }
 
-fn too_long_to_ask(key: (usize, usize)) -> bool {
+fn too_long_to_ask(key: (usize, usize), own_event: bool) -> bool {
+    let limit = ask_limit_ns(own_event);
     RUN_WAVES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .get(&key)
-        .is_some_and(|&(n, w)| {
-            n >= 2 && w.saturating_add(SIGNAL_NS) > super::submitter::GPU_HANDOVER_NS
-        })
+        .is_some_and(|&(n, w)| n >= 2 && w.saturating_add(SIGNAL_NS) > limit)
+        || (!own_event && yields_too_slow(key))
+}
+
+/// On a GPU, the longest a run of a launch may need to stop and still be asked
+/// (`submitter::yield_launch`): the driver's own hand-over for a run with an event of its
+/// own (it hands such runs over late, and a yield up to then lets a higher priority in
+/// sooner); `sched.yield_wait_us` for one tracked by a barrier, which the driver hands
+/// over in about 0.2 ms, so that only a yield within the wait beats it (`completion`).
+pub fn ask_limit_ns(own_event: bool) -> u64 {
+    let cap = config::config().sched.yield_wait_us.saturating_mul(1_000);
+    if own_event {
+        cap.max(super::submitter::GPU_HANDOVER_NS)
+    } else {
+        cap
+    }
+}
+
+/// The (kernel class, device) pairs on a GPU whose barrier-tracked runs, asked to stop,
+/// left the device late (see [`yields_too_slow`]).
+static LATE: Lazy<Mutex<HashSet<(usize, usize)>>> = Lazy::new(Default::default);
+
+/// Records that a barrier-tracked run of the kernel `key` on a GPU, asked to stop, left
+/// the device `ns` after it was asked: late past `sched.yield_wait_us`, when the higher
+/// priority had stopped waiting for it. Only such runs: one with its own event may be
+/// late and still worth asking ([`ask_limit_ns`]), and its time from the ask, once late,
+/// includes the higher priority's kernels it was descheduled for (a trial build that
+/// judged such runs too had pyopencl's pair, whose LP has 0.78 ms groups, at HP p99
+/// 2.45 ms on an H100, against 1.47-1.56 in session 37).
+pub fn observed_yield(key: (usize, usize), ns: u64) {
+    if ns > ask_limit_ns(false) {
+        LATE.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
+    }
+}
+
+/// Whether the kernel `key`'s barrier-tracked runs on a GPU were seen to leave late when
+/// asked: such an ask costs the higher priority more than it saves. On NVIDIA the yield
+/// word is written by a vendor call in the low context, and new work in a context just
+/// before another context's launch delays the driver's hand-over by about a time slice: a
+/// 0.45 ms kernel of a second process next to 130 ms kernels took p50 0.96 ms when it was
+/// launched 200 µs after its own signal, and 2.83 ms when that signal also had a word
+/// written in the other context (`scripts/gpu/hpevent.c`, modes D with LP f and w). The
+/// demo's sized Mandelbrot LP on an H100, whose runs took about 3 ms to leave (uneven
+/// groups: the estimate from a wave's mean said 0.2), had the HP at p50 2.83 ms against
+/// bare's 0.68, and 0.70-0.74 with its runs never asked (`docs/benchmarks.md`, session
+/// 38). Such a kernel goes as the application's kernel, where the driver shares the device
+/// as it would without the layer (rule 8). One late yield is enough: the costs are
+/// lopsided. Each late ask costs the higher priority about a time slice (2 ms), while a
+/// kernel wrongly left to the driver costs it at most the driver's hand-over of a
+/// barrier-tracked run (about 0.2 ms), so a kernel is not asked again on the chance that
+/// its late run met one long group. Not under `yielding = "chaos"`, whose yields are there
+/// to be exercised.
+fn yields_too_slow(key: (usize, usize)) -> bool {
+    config::config().sched.yielding != YieldMode::Chaos
+        && LATE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&key)
 }
 
 /// Total virtual groups a launch may have (the 32-bit ticket's differences stay
@@ -176,6 +236,7 @@ pub fn prepare(
     program: &Obj<Program>,
     geo: &Geometry,
     pred: Option<u64>,
+    own_event: bool,
 ) -> Option<YieldLaunch> {
     let mode = config::config().sched.yielding;
     // Only a launch known to be long (`MIN_YIELD_NS`, `MIN_YIELD_GPU_NS`) is worth its
@@ -201,7 +262,7 @@ pub fn prepare(
     {
         return None;
     }
-    if m.gpu && too_long_to_ask((k.class.id, m.device.h as usize)) {
+    if m.gpu && too_long_to_ask((k.class.id, m.device.h as usize), own_event) {
         tracing::trace!(kernel = %k.name(), "groups too long to be asked: the application's kernel");
         return None;
     }
@@ -552,6 +613,8 @@ pub struct Running {
     claim: Mutex<Option<DeviceClaim>>,
     /// The yield word was written for this run.
     asked: AtomicBool,
+    /// When (`monotonic_ns`), once it was.
+    asked_ns: AtomicU64,
     /// `yielding = "chaos"`: when to ask anyway (`monotonic_ns`).
     chaos_at: Option<u64>,
     /// Counted in [`VENDOR_WORD_RUNS`]: until [`finish`], or until dropped if it never
@@ -578,6 +641,11 @@ impl Running {
         self.asked.load(Ordering::Acquire)
     }
 
+    /// When it was asked (`monotonic_ns`; 0: not asked).
+    pub fn asked_ns(&self) -> u64 {
+        self.asked_ns.load(Ordering::Acquire)
+    }
+
     /// Whether the run's client was asked to yield since the run began.
     fn requested(&self) -> bool {
         self.claim
@@ -590,6 +658,8 @@ impl Running {
     /// Stops the run at its next group boundary (once).
     pub fn ask(&self) {
         if !self.asked.swap(true, Ordering::AcqRel) {
+            self.asked_ns
+                .store(softpreempt_sched::monotonic_ns(), Ordering::Release);
             self.control.request_yield(self.epoch);
         }
     }
@@ -656,6 +726,7 @@ pub fn start(
         epoch,
         claim: Mutex::new(claim),
         asked: AtomicBool::new(false),
+        asked_ns: AtomicU64::new(0),
         // Half the runs are asked at once, the others at a random moment within 2 ms:
         // runs on a CPU device are often far shorter than 2 ms, and a moment drawn only
         // from that range found most of them done (a run asked before its first group
@@ -811,28 +882,55 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_whose_yield_came_late_is_not_asked_again() {
+        let key = (usize::MAX - 2, 7);
+        forget_kernel(key.0);
+        let cap = ask_limit_ns(false);
+        // Yields within the wait keep it asked.
+        observed_yield(key, cap / 4);
+        observed_yield(key, cap);
+        assert!(!too_long_to_ask(key, false));
+        // One late: not asked again when tracked by a barrier; a run with its own event is
+        // judged by its groups alone.
+        observed_yield(key, cap + 1);
+        assert!(too_long_to_ask(key, false));
+        assert!(!too_long_to_ask(key, true));
+        // Another device's runs are its own; forgotten with the program.
+        assert!(!too_long_to_ask((key.0, 8), false));
+        forget_kernel(key.0);
+        assert!(!too_long_to_ask(key, false));
+    }
+
+    #[test]
     fn a_kernel_is_too_long_to_ask_only_from_two_runs_and_by_the_least() {
         forget_kernel(K.0);
         // One run, however long (the first includes the driver's lazy load): not judged.
         observed_run_wave(K, 7_000_000);
-        assert!(!too_long_to_ask(K));
+        assert!(!too_long_to_ask(K, false));
         // A second, short run: the least counts, so it stays askable.
-        observed_run_wave(K, 900_000);
-        assert!(!too_long_to_ask(K));
+        observed_run_wave(K, 200_000);
+        assert!(!too_long_to_ask(K, false));
         // Another device's runs are its own.
         let other = (K.0, 8);
         observed_run_wave(other, 2_500_000);
         observed_run_wave(other, 2_400_000);
-        assert!(too_long_to_ask(other));
-        // A wave just under the hand-over with the signal path on top is too long.
-        let edge = (K.0, 9);
-        let w = super::super::submitter::GPU_HANDOVER_NS - SIGNAL_NS + 1;
-        observed_run_wave(edge, w);
-        observed_run_wave(edge, w);
-        assert!(too_long_to_ask(edge));
+        assert!(too_long_to_ask(other, false));
+        assert!(too_long_to_ask(other, true));
+        // A wave just under the limit with the signal path on top is too long; the limit
+        // of a run with its own event is the driver's hand-over, longer.
+        for own in [false, true] {
+            let edge = (K.0, 9 + usize::from(own));
+            let w = ask_limit_ns(own) - SIGNAL_NS + 1;
+            observed_run_wave(edge, w);
+            observed_run_wave(edge, w);
+            assert!(too_long_to_ask(edge, own));
+            if !own {
+                assert!(!too_long_to_ask(edge, true));
+            }
+        }
         // The program is released or rebuilt: what its runs showed is forgotten.
         forget_kernel(K.0);
-        assert!(!too_long_to_ask(other));
-        assert!(!too_long_to_ask(edge));
+        assert!(!too_long_to_ask(other, false));
+        assert!(!too_long_to_ask((K.0, 9), false));
     }
 }
