@@ -287,10 +287,14 @@ controls! {
         /// The longest time, in microseconds, a higher priority's command waits
         /// for a lower client's yielding launch to leave the device before it is
         /// submitted anyway (rule 10). It waits only as long as that launch says
-        /// it needs (its work-group time plus the signal path), at most this; a
-        /// launch whose groups take longer than a GPU driver's own hand-over
-        /// (2 ms) says it cannot yield, and nobody asks it or waits for it. `0`:
-        /// ask, but never wait.
+        /// it needs (its work-group time plus the signal path), at most this. On
+        /// a GPU a launch that needs longer than the driver's own hand-over says
+        /// it cannot yield, and nobody asks it or waits for it: 2 ms for a launch
+        /// with its own vendor event (its application asked for one on a queue
+        /// with profiling on), this value for one the layer tracks by a barrier,
+        /// which NVIDIA hands over in about 0.2 ms; such a kernel, or one whose
+        /// barrier-tracked run once left later than this when asked, runs as the
+        /// application's kernel. `0`: no launch is asked to yield.
         yield_wait_us: u64 = 400, expect "an integer between 0 and 100000",
             valid |v| in_range(v, 0, 100_000);
         /// Target duration of one slice, in microseconds; it also bounds the

@@ -812,10 +812,20 @@ impl Watcher {
             // this thread: they move now. The PoCL benchmark's HP, in its first second next
             // to a running LP, had a p99 of 7.6-9.2 ms against bare's 4.6-6.2 without this,
             // 2.0-4.3 with it (docs/benchmarks.md, session 37).
+            // One look at the queue list a wake: a due heartbeat goes with the move.
+            let interval = self.arbiter.heartbeat_interval();
+            let beat = now.duration_since(last_beat) >= interval / 2;
             {
-                let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+                let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+                if beat {
+                    last_beat = now;
+                    queues.retain(|q| q.strong_count() > 0);
+                }
                 for q in queues.iter().filter_map(Weak::upgrade) {
                     q.idle_workers_if_outranked();
+                    if let Some(c) = q.client.as_ref().filter(|_| beat) {
+                        c.heartbeat();
+                    }
                 }
             }
             for r in &running {
@@ -825,17 +835,6 @@ impl Watcher {
                     r.ask();
                 } else if let Some(t) = r.chaos_at {
                     chaos_next = Some(chaos_next.map_or(t, |c| c.min(t)));
-                }
-            }
-            let interval = self.arbiter.heartbeat_interval();
-            if now.duration_since(last_beat) >= interval / 2 {
-                last_beat = now;
-                let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
-                queues.retain(|q| q.strong_count() > 0);
-                for q in queues.iter().filter_map(Weak::upgrade) {
-                    if let Some(c) = &q.client {
-                        c.heartbeat();
-                    }
                 }
             }
             let wait = chaos_next
