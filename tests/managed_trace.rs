@@ -48,16 +48,23 @@ fn child_role() {
     if std::env::var_os(ROLE).is_none() {
         return;
     }
+    let (env, k, n) = sliced_fill();
+    // The parent checks that the slices tile the launches of this size.
+    println!("@items {n}");
+    fill_checked(&env, k, n, ITERS, LAUNCHES, false);
+    // Env's drop releases the queue: the submitter stops and flushes both files.
+}
+
+/// A child's setup: every launch through the FIFO, cut into 200 µs slices; `fill` built on
+/// the SoftPreempt platform, and how many items a launch of it covers.
+fn sliced_fill() -> (Env, cl_kernel, usize) {
     mc::init("slice = \"always\"\ntarget_slice_us = 200");
     let env = Env::sp();
     let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
         .unwrap_or_else(|e| panic!("{e}"));
     let k = env.kernel(prog, "fill");
     let n = mc::sliceable_items(&env, N);
-    // The parent checks that the slices tile the launches of this size.
-    println!("@items {n}");
-    fill_checked(&env, k, n, ITERS, LAUNCHES, false);
-    // Env's drop releases the queue: the submitter stops and flushes both files.
+    (env, k, n)
 }
 
 /// The child of the completion test: every launch through the FIFO (`slice = "always"`),
@@ -69,12 +76,7 @@ fn tracking_child_role() {
     if std::env::var_os(TRACKING_ROLE).is_none() {
         return;
     }
-    mc::init("slice = \"always\"\ntarget_slice_us = 200");
-    let env = Env::sp();
-    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
-        .unwrap_or_else(|e| panic!("{e}"));
-    let k = env.kernel(prog, "fill");
-    let n = mc::sliceable_items(&env, N);
+    let (env, k, n) = sliced_fill();
     let out = env.buffer(n * 4);
     mc::arg(k, 0, out);
     mc::arg(k, 2, ITERS);
