@@ -2,7 +2,8 @@
 # Why the demo's HP waits next to its LP on the GPU (session 38): the bare-driver probe of
 # what an HP asks of NVIDIA around its launch (scripts/gpu/hpevent.c), then the demo with
 # settings and libraries from DEMOS ("label|lib|config|env", lib a carry/bin suffix or "-"),
-# each traced into $OUT. Results: printed, and $OUT/why.tgz.
+# each traced into $OUT (DEMO_ARGS: more arguments, e.g. --samples 1000). Results: printed,
+# and $OUT/why.tgz.
 set -u
 cd "$(dirname "$0")/../.."
 . scripts/gpu-env.sh
@@ -22,7 +23,7 @@ while IFS='|' read -r label lib cfg envs <&3; do
   echo "== $label ($lib, $cfg, $envs)"
   # shellcheck disable=SC2086
   env $envs SOFTPREEMPT_LIB=$L SOFTPREEMPT_CONFIG=$R/$cfg.toml SOFTPREEMPT_TRACE=$R/trace-$label \
-    OCL_ICD_FILENAMES=$NV timeout 200 carry/bin/softpreempt demo > "$R/demo-$label.txt" 2>&1
+    OCL_ICD_FILENAMES=$NV timeout 400 carry/bin/softpreempt demo ${DEMO_ARGS:-} > "$R/demo-$label.txt" 2>&1
   tail -6 "$R/demo-$label.txt"
 done 3< <(echo "${DEMOS:-}" | tr ';' '\n')
 tar czf "$OUT/why.tgz" -C "$(dirname "$R")" why

@@ -32,7 +32,12 @@
 //   F  N + clFlush right after the enqueue
 //   W  E, waited for with clWaitForEvents instead of clFinish
 //   A  N, the HP's kernel on 64 items instead of 65536 (a tiny kernel)
+//   S  N, launched 100, 400, 700 or 1000 µs (in turn) after the LP's next submission
+//      (the LP child reports each one; one HP launch per LP launch): what a submission in
+//      the low context just before the HP's launch costs it
 // Prints each mode's HP p50/p99 (µs, enqueue to clFinish return) and the LP's launches.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -135,6 +140,12 @@ static void *writer(void *arg) {
 }
 
 static int sig_read_fd = -1;
+// Mode S: the LP child writes a byte here after each submission (non-blocking).
+static int sub_write_fd = -1;
+static void submitted(void) {
+  if (sub_write_fd >= 0 && write(sub_write_fd, "x", 1) < 0) {
+  }
+}
 
 static void lp_child(char mode, double ms, int fd) {
   signal(SIGTERM, on_term);
@@ -168,6 +179,8 @@ static void lp_child(char mode, double ms, int fd) {
     cl_event ev = NULL;
     if (mode == 'f' || mode == 'w') {
       CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &items, NULL, 0, NULL, NULL));
+      CHECK(clFlush(q));
+      submitted();
       CHECK(clFinish(q));
     } else if (strchr("mbrk", mode)) {
       CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &items, NULL, 0, NULL, NULL));
@@ -176,6 +189,7 @@ static void lp_child(char mode, double ms, int fd) {
       if (mode == 'r') CHECK(clEnqueueReadBuffer(q, buf, CL_FALSE, 0, 4, &word, 0, NULL, &ev));
       if (mode == 'k') CHECK(clEnqueueNDRangeKernel(q, k1, 1, NULL, &one, NULL, 0, NULL, &ev));
       CHECK(clFlush(q));
+      submitted();
       CHECK(clWaitForEvents(1, &ev));
     } else if (mode == 'q') {
       CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &items, NULL, 0, NULL, NULL));
@@ -211,6 +225,7 @@ static void lp_child(char mode, double ms, int fd) {
         }
       } else {
         CHECK(clFlush(q));
+        submitted();
         CHECK(clWaitForEvents(1, &ev));
       }
     }
@@ -223,22 +238,28 @@ static void lp_child(char mode, double ms, int fd) {
 
 // Starts an LP child of `mode` (this program, exec'd: NVIDIA's driver does not survive a
 // fork of a process that used it); returns the read end of its pipe once it runs.
-static int start_lp(char **argv, char mode, double lp_ms, pid_t *pid, int *sig_write) {
-  int p[2], sig[2];
-  if (pipe(p) != 0 || pipe(sig) != 0) exit(1);
+static int start_lp(char **argv, char mode, double lp_ms, pid_t *pid, int *sig_write,
+                    int *sub_read) {
+  int p[2], sig[2], sub[2];
+  if (pipe(p) != 0 || pipe(sig) != 0 || pipe(sub) != 0) exit(1);
   *pid = fork();
   if (*pid == 0) {
     close(p[0]);
     close(sig[1]);
-    char m[2] = {mode, 0}, ms[32], fd[16], sfd[16];
+    close(sub[0]);
+    char m[2] = {mode, 0}, ms[32], fd[16], sfd[16], ufd[16];
     snprintf(ms, sizeof ms, "%f", lp_ms);
     snprintf(fd, sizeof fd, "%d", p[1]);
     snprintf(sfd, sizeof sfd, "%d", sig[0]);
-    execl("/proc/self/exe", argv[0], "--lp", m, ms, fd, sfd, (char *)NULL);
+    snprintf(ufd, sizeof ufd, "%d", sub[1]);
+    execl("/proc/self/exe", argv[0], "--lp", m, ms, fd, sfd, ufd, (char *)NULL);
     exit(1);
   }
   close(p[1]);
   close(sig[0]);
+  close(sub[1]);
+  fcntl(sub[0], F_SETFL, O_NONBLOCK);
+  *sub_read = sub[0];
   *sig_write = sig[1];
   char c;
   if (read(p[0], &c, 1) != 1) exit(1);  // the LP is calibrated and running
@@ -247,8 +268,10 @@ static int start_lp(char **argv, char mode, double lp_ms, pid_t *pid, int *sig_w
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (argc == 6 && strcmp(argv[1], "--lp") == 0) {
+  if (argc == 7 && strcmp(argv[1], "--lp") == 0) {
     sig_read_fd = atoi(argv[5]);
+    sub_write_fd = atoi(argv[6]);
+    fcntl(sub_write_fd, F_SETFL, O_NONBLOCK);
     lp_child(argv[2][0], atof(argv[3]), atoi(argv[4]));
   }
   int samples = argc > 1 ? atoi(argv[1]) : 100;
@@ -269,13 +292,23 @@ int main(int argc, char **argv) {
   double *t = malloc(sizeof(double) * samples);
   for (const char *lm = lp_modes; *lm; lm++) {
   pid_t lp;
-  int sig;
-  int rd = start_lp(argv, *lm, lp_ms, &lp, &sig);
+  int sig, sub;
+  int rd = start_lp(argv, *lm, lp_ms, &lp, &sig, &sub);
   for (const char *m = modes; *m; m++) {
     for (int i = 0; i < samples; i++) {
-      usleep(20000);
+      if (*m == 'S') {
+        // The LP's next submission: drain the old reports, wait for a new one.
+        char junk[64];
+        while (read(sub, junk, sizeof junk) > 0) {
+        }
+        struct pollfd pf = {sub, POLLIN, 0};
+        if (poll(&pf, 1, 2000) != 1) exit(1);
+        usleep(100 + 300 * (i % 4));
+      } else {
+        usleep(20000);
+      }
       cl_event ev = NULL;
-      cl_event *evp = (*m == 'N' || *m == 'F' || *m == 'A' || *m == 'D') ? NULL : &ev;
+      cl_event *evp = strchr("NFADS", *m) ? NULL : &ev;
       size_t *g = *m == 'A' ? &tiny : &items;
       double t0 = now_us();
       if (write(sig, "s", 1) != 1) exit(1);
@@ -296,11 +329,24 @@ int main(int argc, char **argv) {
       t[i] = now_us() - t0;
       if (ev) CHECK(clReleaseEvent(ev));
     }
+    if (*m == 'S') {
+      for (int b = 0; b < 4; b++) {
+        double sum = 0, mx = 0;
+        int n = 0;
+        for (int i = b; i < samples; i += 4, n++) {
+          sum += t[i];
+          mx = t[i] > mx ? t[i] : mx;
+        }
+        printf("LP %c HP S  %4d us after the LP's submission: mean %8.1f us  max %8.1f us\n",
+               *lm, 100 + 300 * b, n ? sum / n : 0, mx);
+      }
+    }
     qsort(t, samples, sizeof(double), cmp);
     printf("LP %c HP %c  p50 %8.1f us  p99 %8.1f us  max %8.1f us\n", *lm, *m, t[samples / 2],
            t[samples * 99 / 100], t[samples - 1]);
   }
   close(sig);
+  close(sub);
   kill(lp, SIGTERM);
   char buf2[64] = {0};
   ssize_t r = read(rd, buf2, sizeof buf2 - 1);

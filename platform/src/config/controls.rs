@@ -275,10 +275,12 @@ controls! {
         /// take their groups from a ticket and stop between two of them when a
         /// higher priority asks, then resume where they stopped (a kernel the
         /// rewrite cannot take is sliced, or left to the driver). `auto` (launches
-        /// predicted to take 0.5 ms or more, from the third launch of a kernel on:
-        /// the first teaches the prediction, which may be all cold start, the second
-        /// confirms or replaces it, and only then are the program's persistent
-        /// entries compiled), `never`, or `chaos` (testing: every launch the rewrite
+        /// predicted to take 0.5 ms or more, 5 ms on a GPU, from the third launch of
+        /// a kernel on: the first teaches the prediction, which may be all cold
+        /// start, the second confirms or replaces it, and only then are the
+        /// program's persistent entries compiled; on a GPU only launches with their
+        /// own vendor event, see `yield_wait_us`), `never`, or `chaos` (testing:
+        /// every launch the rewrite
         /// can take, short or not, its program's first launch waiting for the
         /// entries' build, and yields are also requested at random moments, half of
         /// the runs as they start, so such launches are stopped and resumed).
@@ -288,13 +290,12 @@ controls! {
         /// for a lower client's yielding launch to leave the device before it is
         /// submitted anyway (rule 10). It waits only as long as that launch says
         /// it needs (its work-group time plus the signal path), at most this. On
-        /// a GPU a launch that needs longer than the driver's own hand-over says
-        /// it cannot yield, and nobody asks it or waits for it: 2 ms for a launch
-        /// with its own vendor event (its application asked for one on a queue
-        /// with profiling on), this value for one the layer tracks by a barrier,
-        /// which NVIDIA hands over in about 0.2 ms; such a kernel, or one whose
-        /// barrier-tracked run once left later than this when asked, runs as the
-        /// application's kernel. `0`: no launch is asked to yield.
+        /// a GPU only launches with their own vendor event (their application
+        /// asked for one on a queue with profiling on) run as yielding launches
+        /// at `yielding = "auto"`: the driver hands the others over in about
+        /// 0.2 ms by itself. One that needs longer than the driver's hand-over
+        /// of such a launch (2 ms) says it cannot yield, and nobody asks it or
+        /// waits for it. `0`: no launch is asked to yield.
         yield_wait_us: u64 = 400, expect "an integer between 0 and 100000",
             valid |v| in_range(v, 0, 100_000);
         /// Target duration of one slice, in microseconds; it also bounds the

@@ -183,7 +183,8 @@ word_setting! {
     /// groups when a higher priority asks).
     YieldMode {
         /// Launches the yielding rewrite can take and that are predicted to be long
-        /// (0.5 ms or more), once the program's entries are built.
+        /// (0.5 ms or more; 5 ms on a GPU), once the program's entries are built; on
+        /// a GPU only those with their own vendor event (see `yield_wait_us`).
         Auto = "auto",
         /// Never: such launches are sliced or left to the driver, as other kernels.
         Never = "never",

@@ -19,10 +19,11 @@
 //! with an event of its own (as the application asked) is handed over late
 //! (`submitter::GPU_HANDOVER_NS`): slices and yields shorter than that let a higher
 //! priority in sooner. One tracked by a barrier is handed over in about 0.2 ms, which
-//! neither a relaunched slice nor a yield that outlasts the wait cap can beat: each new
-//! submission in the low context just before the higher priority's launch delays the
-//! hand-over by about a time slice (`yielding::yields_too_slow`; the demo's Mandelbrot
-//! LP cut into 1.2-2 ms slices: HP p99 2.85 ms against bare's 0.94, sent whole: 0.87).
+//! neither a relaunched slice nor a yield can beat: each new submission in the low context
+//! just before the higher priority's launch delays the hand-over by about a time slice
+//! (the demo's Mandelbrot LP cut into 1.2-2 ms slices: HP p99 2.85 ms against bare's 0.94,
+//! sent whole: 0.87), and a yield costs at least what the hand-over does
+//! (`yielding::driver_hands_over_as_soon`).
 
 use std::ptr::null_mut;
 

@@ -724,8 +724,9 @@ impl Submitter {
         // On a GPU, slices beat the driver's hand-over only from a launch with an event
         // of its own; one tracked by a barrier goes whole under a grant (`completion`),
         // unless `slice = "always"` asks for slices whatever they cost. Its planner still
-        // counts its groups: the whole launch teaches the timing model, which tells when
-        // it is long enough to run as a yielding launch (without it, never).
+        // counts its groups: the whole launch teaches the timing model, whose prediction
+        // sends the kernel's short launches direct (a trial build without it sent the
+        // demo's HP's first 16 launches through this thread: HP p99 2.12 ms, bare 0.79).
         let slices_pay = !l.gpu || l.own_event || self.m.mode == crate::config::SliceMode::Always;
         let mut planner = range
             .ok()
@@ -958,9 +959,10 @@ impl Submitter {
         // for up to the cap: the launch leaves at its next group boundary, and an HP
         // submitted meanwhile is switched in sooner than behind a launch nobody asked to
         // leave (HP p99 next to the benchmark's Mandelbrot LP on an H100, whose yields
-        // took 1-2 ms: 1.66 ms asked, 2.87 not asked, bare's 2.87). A run tracked by a
-        // barrier is handed over in about 0.2 ms, and an ask that outlasts the cap only
-        // delays that (`yielding::yields_too_slow`). Publishing the yields' measured
+        // took 1-2 ms: 1.66 ms asked, 2.87 not asked, bare's 2.87). A launch tracked by a
+        // barrier is a yielding one on a GPU only under `yielding = "chaos"`: the driver
+        // hands it over in about 0.2 ms (`yielding::driver_hands_over_as_soon`), and it is
+        // asked only within the cap. Publishing the yields' measured
         // latency instead of this estimate was worse (2.00 ms there, waiting longer;
         // `leave_device` returns it).
         let cap = Duration::from_micros(config::config().sched.yield_wait_us);
@@ -1086,13 +1088,8 @@ impl Submitter {
                 }
                 wait_event(vt, ev);
             }
-            let ended = monotonic_ns();
-            let took = ended.saturating_sub(started);
+            let took = monotonic_ns().saturating_sub(started);
             let asked = running.asked();
-            if asked && l.gpu && !l.own_event && rc == CL_SUCCESS {
-                let asked_ns = running.asked_ns().max(started);
-                yielding::observed_yield(l.key, ended.saturating_sub(asked_ns));
-            }
             let claim = yielding::finish(&self.m, &running);
             // Asked to stop: the ticket says how far it got. Not asked: it ran to the end.
             let read_ns = monotonic_ns();

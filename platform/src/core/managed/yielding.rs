@@ -25,7 +25,7 @@
 
 use once_cell::sync::Lazy;
 use softpreempt_sched::{Arbiter, DeviceClaim};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -104,27 +104,8 @@ pub fn forget_kernel(h: usize) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .retain(|k, _| k.0 != h);
-    LATE.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .retain(|k| k.0 != h);
 }
 
-/// Whether the kernel `key`'s own yielding runs on a GPU showed groups too long to be
-/// asked: one wave of them plus the signal path outlasts [`ask_limit_ns`] for its runs, so
-/// no higher priority would ever ask it (the submitter's rule), or its barrier-tracked
-/// yields came too late ([`yields_too_slow`]), and
-/// running it as a yielding launch buys nothing while costing what every yielding run
-/// costs: the queue emptied before it and a host round trip after it (the next command
-/// waits for the host to see the run end). tinygrad's 8192x2048 matrix product on an
-/// H200 (2.5 ms groups, a third of the training step's launches) was never asked in 780
-/// launches, and the training process kept 0.94 of the bare co-run's steps instead of
-/// 0.98 with `yielding = "never"`. Such a kernel's launches go as the application's kernel
-/// instead, where the driver shares the device as it would without the layer (rule 8).
-///
-/// Judged only from the kernel's own runs (a model learned from launches sent whole counts
-/// waves in other units, `submitter::yield_launch`), and from the least of at least two:
-/// a run's host-observed time only grows with another context's kernels time-sliced in,
-/// and the first run of a program's entries includes the driver's lazy load of it.
 /// The least ns a wave of the kernel's own persistent groups took in a whole run nobody
 /// asked to stop, once one was seen: the unit a chunk is sized in. The timing model's
 /// slope may be in the slicing unit's waves (a NULL local size: smaller groups), which
@@ -137,6 +118,21 @@ pub fn run_wave(key: (usize, usize)) -> Option<u64> {
         .and_then(|&(n, w)| (n >= 1).then_some(w))
 }
 
+/// Whether the kernel `key`'s own yielding runs on a GPU showed groups too long to be
+/// asked: one wave of them plus the signal path outlasts [`ask_limit_ns`] for its runs, so
+/// no higher priority would ever ask it (the submitter's rule), and running it as a
+/// yielding launch buys nothing while costing what every yielding run costs: the queue
+/// emptied before it and a host round trip after it (the next command waits for the host
+/// to see the run end). tinygrad's 8192x2048 matrix product on an H200 (2.5 ms groups, a
+/// third of the training step's launches) was never asked in 780 launches, and the
+/// training process kept 0.94 of the bare co-run's steps instead of 0.98 with
+/// `yielding = "never"`. Such a kernel's launches go as the application's kernel instead,
+/// where the driver shares the device as it would without the layer (rule 8).
+///
+/// Judged only from the kernel's own runs (a model learned from launches sent whole counts
+/// waves in other units, `submitter::yield_launch`), and from the least of at least two:
+/// a run's host-observed time only grows with another context's kernels time-sliced in,
+/// and the first run of a program's entries includes the driver's lazy load of it.
 fn too_long_to_ask(key: (usize, usize), own_event: bool) -> bool {
     let limit = ask_limit_ns(own_event);
     RUN_WAVES
@@ -144,14 +140,13 @@ fn too_long_to_ask(key: (usize, usize), own_event: bool) -> bool {
         .unwrap_or_else(|e| e.into_inner())
         .get(&key)
         .is_some_and(|&(n, w)| n >= 2 && w.saturating_add(SIGNAL_NS) > limit)
-        || (!own_event && yields_too_slow(key))
 }
 
 /// On a GPU, the longest a run of a launch may need to stop and still be asked
 /// (`submitter::yield_launch`): the driver's own hand-over for a run with an event of its
 /// own (it hands such runs over late, and a yield up to then lets a higher priority in
-/// sooner); `sched.yield_wait_us` for one tracked by a barrier, which the driver hands
-/// over in about 0.2 ms, so that only a yield within the wait beats it (`completion`).
+/// sooner); `sched.yield_wait_us` for one tracked by a barrier (only under `yielding =
+/// "chaos"`: see [`driver_hands_over_as_soon`]).
 pub fn ask_limit_ns(own_event: bool) -> u64 {
     let cap = config::config().sched.yield_wait_us.saturating_mul(1_000);
     if own_event {
@@ -161,46 +156,25 @@ pub fn ask_limit_ns(own_event: bool) -> u64 {
     }
 }
 
-/// The (kernel class, device) pairs on a GPU whose barrier-tracked runs, asked to stop,
-/// left the device late (see [`yields_too_slow`]).
-static LATE: Lazy<Mutex<HashSet<(usize, usize)>>> = Lazy::new(Default::default);
-
-/// Records that a barrier-tracked run of the kernel `key` on a GPU, asked to stop, left
-/// the device `ns` after it was asked: late past `sched.yield_wait_us`, when the higher
-/// priority had stopped waiting for it. Only such runs: one with its own event may be
-/// late and still worth asking ([`ask_limit_ns`]), and its time from the ask, once late,
-/// includes the higher priority's kernels it was descheduled for (a trial build that
-/// judged such runs too had pyopencl's pair, whose LP has 0.78 ms groups, at HP p99
-/// 2.45 ms on an H100, against 1.47-1.56 in session 37).
-pub fn observed_yield(key: (usize, usize), ns: u64) {
-    if ns > ask_limit_ns(false) {
-        LATE.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
-    }
-}
-
-/// Whether the kernel `key`'s barrier-tracked runs on a GPU were seen to leave late when
-/// asked: such an ask costs the higher priority more than it saves. On NVIDIA the yield
-/// word is written by a vendor call in the low context, and new work in a context just
-/// before another context's launch delays the driver's hand-over by about a time slice: a
-/// 0.45 ms kernel of a second process next to 130 ms kernels took p50 0.96 ms when it was
-/// launched 200 µs after its own signal, and 2.83 ms when that signal also had a word
-/// written in the other context (`scripts/gpu/hpevent.c`, modes D with LP f and w). The
-/// demo's sized Mandelbrot LP on an H100, whose runs took about 3 ms to leave (uneven
-/// groups: the estimate from a wave's mean said 0.2), had the HP at p50 2.83 ms against
-/// bare's 0.68, and 0.70-0.74 with its runs never asked (`docs/benchmarks.md`, session
-/// 38). Such a kernel goes as the application's kernel, where the driver shares the device
-/// as it would without the layer (rule 8). One late yield is enough: the costs are
-/// lopsided. Each late ask costs the higher priority about a time slice (2 ms), while a
-/// kernel wrongly left to the driver costs it at most the driver's hand-over of a
-/// barrier-tracked run (about 0.2 ms), so a kernel is not asked again on the chance that
-/// its late run met one long group. Not under `yielding = "chaos"`, whose yields are there
-/// to be exercised.
-fn yields_too_slow(key: (usize, usize)) -> bool {
-    config::config().sched.yielding != YieldMode::Chaos
-        && LATE
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(&key)
+/// Whether a launch gains nothing from running as a yielding launch because the driver
+/// hands the device over as soon by itself: on a GPU, one tracked by a barrier
+/// (`completion`), at `yielding = "auto"`. NVIDIA hands such a launch over to another
+/// process's kernel in about 0.2 ms (a 0.45 ms kernel next to 130 ms kernels with no
+/// event: p50 0.69 ms, alone 0.50; `scripts/gpu/hpevent.c`), which is what a yield costs at
+/// best (a group, the signal path, then the same context switch: the issue-23 probe's HP
+/// p99 was alone + 0.22 ms). Asked, such launches only lost: each late yield (uneven
+/// groups the estimate from a wave's mean missed) cost the higher priority a time slice,
+/// and each yielding run the low one a host round trip. On an H100 (`docs/benchmarks.md`,
+/// session 39), the demo's Mandelbrot LP, asked: HP p99 2.86 ms (four runs of a launch
+/// asked, each leaving about 43 ms later), then 0.74 and 2.70 (at most one asked) against
+/// bare's 0.75, 0.73 and 1.52; never asked (session 38): 0.87 against 0.80. tinygrad's pair
+/// over three alternating rounds: HP p99 7.85, 7.74, 8.85 ms and LP 0.992, 0.977, 0.988 of
+/// bare asked; 7.74, 7.95, 7.77 and 0.991, 0.991, 0.999 not. The
+/// OpenCV pair alike both ways. A launch with its own event (a profiling queue) is handed
+/// over late (`submitter::GPU_HANDOVER_NS`), and a yield beats that.
+/// `yielding = "chaos"` still makes every launch it can a yielding one, to exercise them.
+pub fn driver_hands_over_as_soon(gpu: bool, own_event: bool, mode: YieldMode) -> bool {
+    gpu && !own_event && mode == YieldMode::Auto
 }
 
 /// Total virtual groups a launch may have (the 32-bit ticket's differences stay
@@ -260,6 +234,9 @@ pub fn prepare(
         || m.client.is_none()
         || !m.in_order
     {
+        return None;
+    }
+    if driver_hands_over_as_soon(m.gpu, own_event, mode) {
         return None;
     }
     if m.gpu && too_long_to_ask((k.class.id, m.device.h as usize), own_event) {
@@ -613,8 +590,6 @@ pub struct Running {
     claim: Mutex<Option<DeviceClaim>>,
     /// The yield word was written for this run.
     asked: AtomicBool,
-    /// When (`monotonic_ns`), once it was.
-    asked_ns: AtomicU64,
     /// `yielding = "chaos"`: when to ask anyway (`monotonic_ns`).
     chaos_at: Option<u64>,
     /// Counted in [`VENDOR_WORD_RUNS`]: until [`finish`], or until dropped if it never
@@ -641,11 +616,6 @@ impl Running {
         self.asked.load(Ordering::Acquire)
     }
 
-    /// When it was asked (`monotonic_ns`; 0: not asked).
-    pub fn asked_ns(&self) -> u64 {
-        self.asked_ns.load(Ordering::Acquire)
-    }
-
     /// Whether the run's client was asked to yield since the run began.
     fn requested(&self) -> bool {
         self.claim
@@ -658,8 +628,6 @@ impl Running {
     /// Stops the run at its next group boundary (once).
     pub fn ask(&self) {
         if !self.asked.swap(true, Ordering::AcqRel) {
-            self.asked_ns
-                .store(softpreempt_sched::monotonic_ns(), Ordering::Release);
             self.control.request_yield(self.epoch);
         }
     }
@@ -726,7 +694,6 @@ pub fn start(
         epoch,
         claim: Mutex::new(claim),
         asked: AtomicBool::new(false),
-        asked_ns: AtomicU64::new(0),
         // Half the runs are asked at once, the others at a random moment within 2 ms:
         // runs on a CPU device are often far shorter than 2 ms, and a moment drawn only
         // from that range found most of them done (a run asked before its first group
@@ -881,23 +848,23 @@ mod tests {
     }
 
     #[test]
-    fn a_kernel_whose_yield_came_late_is_not_asked_again() {
-        let key = (usize::MAX - 2, 7);
-        forget_kernel(key.0);
-        let cap = ask_limit_ns(false);
-        // Yields within the wait keep it asked.
-        observed_yield(key, cap / 4);
-        observed_yield(key, cap);
-        assert!(!too_long_to_ask(key, false));
-        // One late: not asked again when tracked by a barrier; a run with its own event is
-        // judged by its groups alone.
-        observed_yield(key, cap + 1);
-        assert!(too_long_to_ask(key, false));
-        assert!(!too_long_to_ask(key, true));
-        // Another device's runs are its own; forgotten with the program.
-        assert!(!too_long_to_ask((key.0, 8), false));
-        forget_kernel(key.0);
-        assert!(!too_long_to_ask(key, false));
+    fn on_a_gpu_only_launches_with_their_own_event_are_worth_yielding() {
+        use YieldMode::*;
+        // A barrier-tracked launch on a GPU: the driver hands it over as soon (auto).
+        assert!(driver_hands_over_as_soon(true, false, Auto));
+        // One with its own event is handed over late; a CPU device has no hand-over;
+        // `never` makes none, `chaos` makes every one it can.
+        for (gpu, own, mode) in [
+            (true, true, Auto),
+            (false, false, Auto),
+            (true, false, Chaos),
+            (true, false, Never),
+        ] {
+            assert!(
+                !driver_hands_over_as_soon(gpu, own, mode),
+                "{gpu} {own} {mode:?}"
+            );
+        }
     }
 
     #[test]
