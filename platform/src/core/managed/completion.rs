@@ -38,6 +38,37 @@ pub fn own_event(m: &Managed, app_event: bool) -> bool {
     !m.in_order || (m.profiling && app_event)
 }
 
+/// Whether the driver hands the device over to another process promptly (about 0.2 ms on
+/// NVIDIA) from a launch on a device of this kind tracked this way: on a GPU, one tracked by
+/// a barrier. Neither a slice nor a yield beats that, so such launches are neither sliced
+/// (`submitter`) nor made yielding launches (`yielding::driver_hands_over_as_soon`). From
+/// a launch with its own event the driver hands over late, and on a CPU device the
+/// operating system and the layer share the cores without any hand-over.
+pub fn prompt_handover(gpu: bool, own_event: bool) -> bool {
+    gpu && !own_event
+}
+
+/// Enqueues a launch with `enqueue`, which gets where to put the launch's own vendor event
+/// (null when it is to have none), and returns the event that tracks it: its own if
+/// `own_event`, else a barrier's after it ([`after`]).
+pub fn tracked(
+    vt: &cl_icd_dispatch,
+    q: cl_command_queue,
+    own_event: bool,
+    enqueue: impl FnOnce(*mut cl_event) -> cl_int,
+) -> Result<cl_event, cl_int> {
+    let mut ev: cl_event = null_mut();
+    let rc = enqueue(if own_event { &mut ev } else { null_mut() });
+    if rc != CL_SUCCESS {
+        return Err(rc);
+    }
+    if own_event {
+        Ok(ev)
+    } else {
+        after(vt, q)
+    }
+}
+
 /// An event that completes when every command enqueued on `q` so far has: a barrier's,
 /// or if the vendor refuses one, a marker's (which costs the hand-over above, but still
 /// tracks the launch).

@@ -644,39 +644,30 @@ impl Submitter {
             l.local.as_ref().map_or(std::ptr::null(), |x| x.as_ptr())
         };
         let vt = self.vt();
-        let by_barrier = !l.own_event;
-        let mut ev: cl_event = std::ptr::null_mut();
-        let out = if by_barrier {
-            std::ptr::null_mut()
-        } else {
-            &mut ev as *mut cl_event
-        };
-        let rc = match vt.clEnqueueNDRangeKernel {
-            // SAFETY: the vendor's enqueue on its own queue and our private kernel clone;
-            // the size arrays outlive the call.
-            Some(f) => crate::calltime!("submitter.clEnqueueNDRangeKernel", unsafe {
-                f(
-                    self.m.inner.h,
-                    l.kernel.handle(),
-                    l.work_dim,
-                    offset,
-                    size.as_ptr(),
-                    local,
-                    waits.len() as cl_uint,
-                    list_ptr(waits),
-                    out,
-                )
-            }),
-            None => CL_INVALID_OPERATION,
-        };
+        let h = self.m.inner.h;
+        let tracked = super::completion::tracked(vt, h, l.own_event, |out| {
+            match vt.clEnqueueNDRangeKernel {
+                // SAFETY: the vendor's enqueue on its own queue and our private kernel
+                // clone; the size arrays outlive the call.
+                Some(f) => crate::calltime!("submitter.clEnqueueNDRangeKernel", unsafe {
+                    f(
+                        h,
+                        l.kernel.handle(),
+                        l.work_dim,
+                        offset,
+                        size.as_ptr(),
+                        local,
+                        waits.len() as cl_uint,
+                        list_ptr(waits),
+                        out,
+                    )
+                }),
+                None => CL_INVALID_OPERATION,
+            }
+        });
         // On the vendor (or refused): a failure from now on is the vendor's to pass on.
         self.look = None;
-        if rc != CL_SUCCESS {
-            return Err(rc);
-        }
-        if by_barrier {
-            ev = super::completion::after(vt, self.m.inner.h)?;
-        }
+        let ev = tracked?;
         if let Some(f) = vt.clFlush {
             // SAFETY: the vendor's own queue.
             crate::calltime!("submitter.clFlush", unsafe { f(self.m.inner.h) });
@@ -727,7 +718,8 @@ impl Submitter {
         // counts its groups: the whole launch teaches the timing model, whose prediction
         // sends the kernel's short launches direct (a trial build without it sent the
         // demo's HP's first 16 launches through this thread: HP p99 2.12 ms, bare 0.79).
-        let slices_pay = !l.gpu || l.own_event || self.m.mode == crate::config::SliceMode::Always;
+        let slices_pay = !super::completion::prompt_handover(l.gpu, l.own_event)
+            || self.m.mode == crate::config::SliceMode::Always;
         let mut planner = range
             .ok()
             .filter(|_| l.sliceable)
@@ -962,9 +954,9 @@ impl Submitter {
         // took 1-2 ms: 1.66 ms asked, 2.87 not asked, bare's 2.87). A launch tracked by a
         // barrier is a yielding one on a GPU only under `yielding = "chaos"`: the driver
         // hands it over in about 0.2 ms (`yielding::driver_hands_over_as_soon`), and it is
-        // asked only within the cap. Publishing the yields' measured
-        // latency instead of this estimate was worse (2.00 ms there, waiting longer;
-        // `leave_device` returns it).
+        // asked only within the cap. Publishing the yields' measured latency instead of
+        // this estimate was worse (2.00 ms there, waiting longer; `leave_device` returns
+        // it).
         let cap = Duration::from_micros(config::config().sched.yield_wait_us);
         // A wave is the model's slope, not `predict(1)`: the fixed cost of a launch is paid
         // once, not per group (on PoCL it made 13 µs waves look like 2 ms).
@@ -1048,39 +1040,32 @@ impl Submitter {
             let claim = self.m.client.as_ref().map(|c| c.enter_device(yield_ns));
             let running = yielding::start(&self.m, &ctl, epoch, claim);
             let started = monotonic_ns();
-            let mut ev: cl_event = std::ptr::null_mut();
-            let by_barrier = !l.own_event;
-            let out = if by_barrier {
-                std::ptr::null_mut()
-            } else {
-                &mut ev as *mut cl_event
-            };
-            let mut rc = if rc != CL_SUCCESS {
-                rc
+            let tracked = if rc != CL_SUCCESS {
+                Err(rc)
             } else {
                 let w = if first { waits } else { &[] };
-                // SAFETY: the vendor's enqueue on its own queue of our entry kernel; the
-                // size arrays outlive the call.
-                unsafe {
-                    enqueue(
-                        self.m.inner.h,
-                        y.entry.handle(),
-                        l.work_dim,
-                        std::ptr::null(),
-                        global.as_ptr(),
-                        y.local.as_ptr(),
-                        w.len() as cl_uint,
-                        list_ptr(w),
-                        out,
-                    )
-                }
+                super::completion::tracked(vt, self.m.inner.h, l.own_event, |out| {
+                    // SAFETY: the vendor's enqueue on its own queue of our entry kernel;
+                    // the size arrays outlive the call.
+                    unsafe {
+                        enqueue(
+                            self.m.inner.h,
+                            y.entry.handle(),
+                            l.work_dim,
+                            std::ptr::null(),
+                            global.as_ptr(),
+                            y.local.as_ptr(),
+                            w.len() as cl_uint,
+                            list_ptr(w),
+                            out,
+                        )
+                    }
+                })
             };
-            if rc == CL_SUCCESS && by_barrier {
-                match super::completion::after(vt, self.m.inner.h) {
-                    Ok(e) => ev = e,
-                    Err(e) => rc = e,
-                }
-            }
+            let (rc, ev) = match tracked {
+                Ok(ev) => (CL_SUCCESS, ev),
+                Err(rc) => (rc, std::ptr::null_mut()),
+            };
             if rc == CL_SUCCESS {
                 if let Some(f) = vt.clFlush {
                     // SAFETY: the vendor's own queue.

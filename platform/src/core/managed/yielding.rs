@@ -169,12 +169,12 @@ pub fn ask_limit_ns(own_event: bool) -> u64 {
 /// asked, each leaving about 43 ms later), then 0.74 and 2.70 (at most one asked) against
 /// bare's 0.75, 0.73 and 1.52; never asked (session 38): 0.87 against 0.80. tinygrad's pair
 /// over three alternating rounds: HP p99 7.85, 7.74, 8.85 ms and LP 0.992, 0.977, 0.988 of
-/// bare asked; 7.74, 7.95, 7.77 and 0.991, 0.991, 0.999 not. The
-/// OpenCV pair alike both ways. A launch with its own event (a profiling queue) is handed
+/// bare asked; 7.74, 7.95, 7.77 and 0.991, 0.991, 0.999 not. The OpenCV pair alike both
+/// ways. A launch with its own event (a profiling queue) is handed
 /// over late (`submitter::GPU_HANDOVER_NS`), and a yield beats that.
 /// `yielding = "chaos"` still makes every launch it can a yielding one, to exercise them.
 pub fn driver_hands_over_as_soon(gpu: bool, own_event: bool, mode: YieldMode) -> bool {
-    gpu && !own_event && mode == YieldMode::Auto
+    super::completion::prompt_handover(gpu, own_event) && mode == YieldMode::Auto
 }
 
 /// Total virtual groups a launch may have (the 32-bit ticket's differences stay
