@@ -86,3 +86,49 @@ fn the_demo_sizes_its_workloads_for_the_device() {
         "{out}"
     );
 }
+
+/// `SOFTPREEMPT_DEMO_TIMELINE`: each hp and lp child writes one `start_ns end_ns` line per
+/// measured launch, named by its role, path and pid, so that a run's tail can be set beside
+/// the other process's launches (`scripts/demo-timeline.py`).
+#[test]
+fn the_demo_writes_each_launch_s_times_where_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(
+        ["demo", "--quick", "--samples", "3"],
+        &[("SOFTPREEMPT_DEMO_TIMELINE", dir.path().as_os_str())],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let kinds: Vec<&str> = names
+        .iter()
+        .map(|n| n.rsplit_once('-').unwrap().0)
+        .collect();
+    // Two bare HPs (alone, and next to the LP), one through the layer; an LP for each co-run.
+    assert_eq!(
+        kinds,
+        ["hp-bare", "hp-bare", "hp-layered", "lp-bare", "lp-layered"],
+        "{names:?}"
+    );
+    for n in &names {
+        let text = std::fs::read_to_string(dir.path().join(n)).unwrap();
+        let spans: Vec<(u128, u128)> = text
+            .lines()
+            .map(|l| {
+                let (a, b) = l.split_once(' ').unwrap_or_else(|| panic!("{n}: {l}"));
+                (a.parse().unwrap(), b.parse().unwrap())
+            })
+            .collect();
+        if n.starts_with("hp-") {
+            assert_eq!(spans.len(), 3, "{n}: one line per sample:\n{text}");
+        } else {
+            assert!(!spans.is_empty(), "{n}: the LP's launches");
+        }
+        // Each launch ends after it starts, and the next starts after it ends.
+        assert!(spans.iter().all(|(s, e)| s <= e), "{n}:\n{text}");
+        assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "{n}:\n{text}");
+    }
+}

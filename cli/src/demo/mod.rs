@@ -113,8 +113,8 @@ fn demo(mut plan: Plan, sized: bool) -> Result<(), String> {
     let loaders = loader::prepare()?;
     println!(
         "SoftPreempt demo: a latency-critical process (HP, priority high) launches a short \
-         kernel every {} ms,\nwhile a best-effort process (LP, priority low) keeps the device \
-         busy with long kernels.\n",
+         kernel about every {} ms\n(at random times, as requests reach a server), while a \
+         best-effort process (LP, priority low) keeps\nthe device busy with long kernels.\n",
         plan.pause_ms
     );
     let sizing = if sized { 2 } else { 0 };
