@@ -74,6 +74,48 @@ fn child_role() {
     mc::high_child(ROLE, STOP);
 }
 
+/// The same, in a process that enumerates the vendor's own platform's devices before it
+/// touches SoftPreempt's, as an application choosing among all platforms may, and as
+/// ocl-icd does itself when it sorts the platforms by their device counts and read the
+/// vendor's entry first: PoCL starts its workers then, outside any call of the layer, so
+/// the layer must have seen them start when it discovered the vendor. Before session 40 it
+/// had not, and the low queue's threads stayed ordinary (pyopencl's pair on PoCL: the HP's
+/// p99 above bare's).
+#[test]
+fn the_device_threads_are_found_when_the_vendor_s_platform_is_enumerated_first() {
+    if std::env::var(ROLE).is_ok() || std::env::var_os(VENDOR_FIRST_CHILD).is_some() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_low_queue_idles_the_cpu_device_threads_once_a_higher_priority_registers",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(VENDOR_FIRST_CHILD, "1")
+        // ocl-icd would otherwise count every platform's devices at its first call, in the
+        // order it read the entries (which one is first then depends on the directory):
+        // the child's own enumeration is to come first.
+        .env("OCL_ICD_PLATFORM_SORT", "none")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    // The child ran the test, and enumerated the vendor's platform first.
+    assert!(text.contains("1 passed"), "{text}");
+    assert!(text.contains(VENDOR_FIRST_DONE), "{text}");
+}
+
+/// Set in the child of the test above.
+const VENDOR_FIRST_CHILD: &str = "SP_CPU_IDLE_VENDOR_FIRST_CHILD";
+/// What that child prints once it has enumerated the vendor's platform's devices.
+const VENDOR_FIRST_DONE: &str = "enumerated the vendor's platform first";
+
 #[test]
 fn a_low_queue_idles_the_cpu_device_threads_once_a_higher_priority_registers() {
     if std::env::var(ROLE).is_ok() {
@@ -81,6 +123,11 @@ fn a_low_queue_idles_the_cpu_device_threads_once_a_higher_priority_registers() {
     }
     let dir = mc::init("");
     let _g = mc::serial();
+    if std::env::var_os(VENDOR_FIRST_CHILD).is_some() {
+        // The vendor's workers start here, in a call the layer never sees.
+        common::device(common::bare_platform());
+        println!("{VENDOR_FIRST_DONE}");
+    }
     let mut env = Env::sp();
     if mc::is_gpu(&env) {
         return; // a GPU's kernels run on no thread of ours

@@ -185,17 +185,42 @@ pub fn platforms() -> &'static [&'static Obj<Platform>] {
             })
             .enumerate()
             .map(|(index, (inner, library))| {
-                new_obj(Platform {
+                let p = new_obj(Platform {
                     inner,
                     index,
                     library,
                     workers: Mutex::new(Vec::new()),
                     workers_state: Default::default(),
                     above_low: Default::default(),
-                })
+                });
+                count_devices(p);
+                p
             })
             .collect()
     })
+}
+
+/// Counts the vendor's devices once, at discovery, so that the threads a vendor starts
+/// when it first enumerates them (PoCL's CPU device workers) are seen starting
+/// ([`Platform::enumerate`]). Later would be too late wherever the vendor is also listed to
+/// the loader in its own right: ocl-icd sorts the platforms it loaded by their device
+/// counts before it returns any, in the order it read them, and when it reached the
+/// vendor's own entry first, the workers started there, unseen. Then a low queue's device
+/// threads never went to the idle class, the layer sliced its launches and made the
+/// higher priority wait for their yields: pyopencl's pair on PoCL, its HP p50 0.14 →
+/// 0.32-0.41 ms and its p99 above bare's (session 40, `docs/benchmarks.md`). The loader
+/// has every ICD's platforms before it sorts, so this count comes first.
+fn count_devices(p: &'static Obj<Platform>) {
+    let i = &p.get().inner;
+    let mut n: cl_uint = 0;
+    let all = CL_DEVICE_TYPE_ALL as cl_device_type;
+    // A vendor without devices (or refusing) has nothing to start: its answer is moot.
+    let _ = p.get().enumerate(|| {
+        vtry!(
+            i.vt,
+            clGetDeviceIDs(i.h, all, 0, std::ptr::null_mut(), &mut n)
+        )
+    });
 }
 
 /// How many slots of this vendor's tables may be read, from its platform version (read
@@ -221,8 +246,7 @@ fn vendor_slots(v: &super::vendor::VendorPlatform) -> usize {
 /// `CL_PROGRAM_DEVICES`, sub-devices, ...). Only devices live here; they are few.
 static DEVICES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 
-/// All root devices of a platform, wrapped. Only called once the application uses our
-/// platform for real: enumerating makes some vendors (PoCL) start their worker threads.
+/// All root devices of a platform, wrapped.
 pub fn root_devices(me: &'static Obj<Platform>) -> CLResult<Vec<Ref<Device>>> {
     let i = &me.get().inner;
     let mut n: cl_uint = 0;
