@@ -20,10 +20,11 @@ use std::time::Duration;
 
 const MAX_INFLIGHT: u64 = 2;
 /// Slicing, the fallback for kernels that do not yield: yielding launches are off here
-/// (`tests/managed_yield.rs` has them).
+/// (`tests/managed_yield.rs` has them), and so is the CPU idle class, under which a low
+/// queue's launches need no grant (`tests/managed_cpu_idle.rs` has it).
 const SCHED: &str =
     "slice = \"contended\"\ntarget_slice_us = 200\nmax_inflight = 2\nhp_linger_us = 500\n\
-                     yielding = \"never\"";
+                     yielding = \"never\"\ncpu_idle_class = false";
 const ROLE: &str = "SP_PROC_ROLE";
 const STOP: &str = "SP_PROC_STOP";
 

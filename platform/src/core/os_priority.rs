@@ -11,8 +11,10 @@
 //! only where a slice ends sooner than the vendor's own hand-over", with the hand-over
 //! now a thread wake-up.
 //!
-//! The device threads are the threads the vendor starts while it enumerates its devices
-//! (PoCL starts its workers then), found by listing `/proc/self/task` around that call.
+//! The device threads are the threads the vendor starts the first time its devices are
+//! enumerated (PoCL starts its workers then), found by listing `/proc/self/task` around a
+//! device count the layer makes when it discovers the vendor (`platform::count_devices`),
+//! before the loader or the application can enumerate the vendor's own platform.
 //! Vendors that start their threads later (none is known to the project) keep slicing.
 //! Lowering a thread's class needs no privilege; raising it back needs `CAP_SYS_NICE` (or
 //! a permissive `RLIMIT_NICE`), so it is done only where a queue of higher priority

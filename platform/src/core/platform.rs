@@ -207,8 +207,8 @@ pub fn platforms() -> &'static [&'static Obj<Platform>] {
 /// counts before it returns any, in the order it read them, and when it reached the
 /// vendor's own entry first, the workers started there, unseen. Then a low queue's device
 /// threads never went to the idle class, the layer sliced its launches and made the
-/// higher priority wait for their yields: pyopencl's pair on PoCL, its HP p50 0.14 →
-/// 0.32-0.41 ms and its p99 above bare's (session 40, `docs/benchmarks.md`). The loader
+/// higher priority wait for their yields: pyopencl's pair on PoCL, its HP p50 0.13-0.17 →
+/// 0.26-0.39 ms and its p99 above bare's (session 40, `docs/benchmarks.md`). The loader
 /// has every ICD's platforms before it sorts, so this count comes first.
 fn count_devices(p: &'static Obj<Platform>) {
     let i = &p.get().inner;

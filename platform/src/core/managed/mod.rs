@@ -435,8 +435,9 @@ impl Managed {
     /// Whether the operating system preempts this queue's device work for any other
     /// process's: a low queue on a CPU device whose threads this process runs in the idle
     /// class. A higher priority's workers then take the cores from the moment they wake,
-    /// whatever this queue has queued on the vendor, so its launches go as they do alone,
-    /// whole ([`Managed::cuts_alone`]). Sent through the FIFO one by one under the
+    /// whatever this queue has queued on the vendor, so its launches go as they do alone
+    /// (only those long enough to be cut into pieces, or not yet learned, through the
+    /// FIFO, where they also yield when asked). Sent through the FIFO one by one under the
     /// in-flight budget instead, each launch of tinygrad's training step waited for the
     /// submitter thread, and the LP kept 0.60 of its lone rate next to an idle registered
     /// HP, against 1.04 so (PoCL, docs/benchmarks.md, session 37).
@@ -468,18 +469,11 @@ impl Managed {
     /// Whether long launches of kernel `class` on this queue are cut into pieces even while
     /// it need not defer (rule 6): slicing is `contended`, the queue has an arbiter, and
     /// its device is not a GPU, or `sched.piece_us` is set, or the kernel is still being
-    /// learned ([`LEARN_ALONE`]); and the operating system does not already put its work
-    /// behind everyone else's ([`Managed::os_preempts`]): a piece could only end later
-    /// than a thread wake-up. Cut there, the demo's LP on PoCL kept 0.97-1.00 of its bare
-    /// co-run throughput against 1.00-1.01 sent whole, with the HP's p99 no shorter (three
-    /// alternating rounds, session 40; it had been sent whole only by accident: its timing
-    /// model, fed its pieces in row order, ended each cut launch at the cost of its
-    /// cheapest last rows and took the next one for short).
+    /// learned ([`LEARN_ALONE`]).
     pub fn cuts_alone(&self, class: &crate::core::objects::KernelClass) -> bool {
         self.mode == SliceMode::Contended
             && self.client.is_some()
             && (self.pieces_alone || class.learned_alone.load(Ordering::Relaxed) < LEARN_ALONE)
-            && !self.os_preempts()
     }
 
     /// Whether slicing is `contended` (the default): only then is a kernel's slice target
