@@ -211,16 +211,22 @@ pub fn platforms() -> &'static [&'static Obj<Platform>] {
 /// 0.26-0.39 ms and its p99 above bare's (session 40, `docs/benchmarks.md`). The loader
 /// has every ICD's platforms before it sorts, so this count comes first.
 fn count_devices(p: &'static Obj<Platform>) {
-    let i = &p.get().inner;
+    // A vendor without devices (or refusing) has nothing to start: its answer is moot.
+    let _ = device_count(p);
+}
+
+/// How many devices of every type the vendor has, asked inside [`Platform::enumerate`].
+fn device_count(me: &'static Obj<Platform>) -> CLResult<cl_uint> {
+    let i = &me.get().inner;
     let mut n: cl_uint = 0;
     let all = CL_DEVICE_TYPE_ALL as cl_device_type;
-    // A vendor without devices (or refusing) has nothing to start: its answer is moot.
-    let _ = p.get().enumerate(|| {
+    me.get().enumerate(|| {
         vtry!(
             i.vt,
             clGetDeviceIDs(i.h, all, 0, std::ptr::null_mut(), &mut n)
         )
-    });
+    })?;
+    Ok(n)
 }
 
 /// How many slots of this vendor's tables may be read, from its platform version (read
@@ -249,17 +255,11 @@ static DEVICES: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
 /// All root devices of a platform, wrapped.
 pub fn root_devices(me: &'static Obj<Platform>) -> CLResult<Vec<Ref<Device>>> {
     let i = &me.get().inner;
-    let mut n: cl_uint = 0;
     let all = CL_DEVICE_TYPE_ALL as cl_device_type;
-    match me.get().enumerate(|| {
-        vtry!(
-            i.vt,
-            clGetDeviceIDs(i.h, all, 0, std::ptr::null_mut(), &mut n)
-        )
-    }) {
+    let n = match device_count(me) {
         Err(CL_DEVICE_NOT_FOUND) => return Ok(Vec::new()),
         r => r?,
-    }
+    };
     let mut ids = vec![std::ptr::null_mut(); n as usize];
     vtry!(
         i.vt,
