@@ -5,8 +5,13 @@
 //! `get_num_groups`, which the layer rewrites), non-blocking reads, and a blocking read at
 //! the end. N = 1 is the blocking read alone.
 //!
-//! Two phases: the SoftPreempt queue (priority `high`) alone on its device, then with an
-//! idle low-priority client registered on it (another process). In each phase bare and
+//! Three phases: the SoftPreempt queue (priority `high`) alone on its device, then with an
+//! idle low-priority client registered on it (another process), then with an active one
+//! (a one-item kernel every 100 ms, each through the layer's queue, `slice = "always"` in
+//! that process alone, so it raises demand and counts as active: within the arbiter's
+//! 500 ms window at every request, so each high command raises demand and is watched until
+//! it is seen complete, while the device stays almost as free as alone). In each phase
+//! bare and
 //! SoftPreempt requests alternate in rounds, so drift hits both alike; each row is measured
 //! in 5 blocks, and the block with the median p50 ratio is printed, with the ratios' range
 //! (a regime of NVIDIA's that holds for a block, `main`). Printed: p50 and p99 per request
@@ -213,10 +218,65 @@ fn idle_lp() {
     let _ = std::io::stdin().read_line(&mut s);
 }
 
+/// The active low-priority client: a one-item launch, waited for, every 100 ms, until
+/// standard input closes. Run with `slice = "always"` (see `main`): the layer would send
+/// a low queue's short launches straight to the vendor under its direct budget without
+/// raising demand, and a client that only does that is idle to the arbiter.
+fn active_lp() {
+    let env = Env::sp();
+    let prog = env.program(SRC);
+    let k = env.kernel(prog, "plain");
+    let buf = env.buffer(BYTES);
+    // SAFETY: a valid kernel and a buffer of its context.
+    ok(unsafe {
+        clSetKernelArg(
+            k,
+            0,
+            std::mem::size_of::<cl_mem>(),
+            &buf as *const cl_mem as *const c_void,
+        )
+    });
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = done.clone();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::stdin().read_line(&mut s);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    let mut first = true;
+    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+        let one = [1usize];
+        // SAFETY: a live queue and kernel, a one-entry global size.
+        ok(unsafe {
+            clEnqueueNDRangeKernel(
+                env.queue,
+                k,
+                1,
+                null(),
+                one.as_ptr(),
+                null(),
+                0,
+                null(),
+                null_mut(),
+            )
+        });
+        // SAFETY: a live queue.
+        ok(unsafe { clFinish(env.queue) });
+        if first {
+            println!("ready");
+            first = false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--idle-lp") {
         return idle_lp();
+    }
+    if args.iter().any(|a| a == "--active-lp") {
+        return active_lp();
     }
     let release =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libsoftpreempt.so");
@@ -261,22 +321,30 @@ fn main() {
         "added µs/cmd",
         "range"
     );
-    for phase in ["alone", "idle LP"] {
-        let lp = (phase == "idle LP").then(|| {
+    for phase in ["alone", "idle LP", "active LP"] {
+        let lp = (phase != "alone").then(|| {
             let mut cmd = Command::new(std::env::current_exe().unwrap());
-            cmd.arg("--idle-lp")
-                .env("SOFTPREEMPT_PRIORITY", "low")
+            if phase == "idle LP" {
+                cmd.arg("--idle-lp");
+            } else {
+                let cfg = shm.join("active-lp.toml");
+                std::fs::write(&cfg, "[sched]\nslice = \"always\"\n").unwrap();
+                cmd.arg("--active-lp").env("SOFTPREEMPT_CONFIG", cfg);
+            }
+            cmd.env("SOFTPREEMPT_PRIORITY", "low")
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped());
-            let mut child = cmd.spawn().expect("idle LP");
+            let mut child = cmd.spawn().expect("the LP");
             let mut line = String::new();
             BufReader::new(child.stdout.take().unwrap())
                 .read_line(&mut line)
                 .unwrap();
-            assert_eq!(line.trim(), "ready", "the idle LP did not start");
-            // Idle, not just started: a client that registered within the last 500 ms
-            // counts as active (its work may be about to come).
-            std::thread::sleep(std::time::Duration::from_secs(1));
+            assert_eq!(line.trim(), "ready", "the {phase} did not start");
+            if phase == "idle LP" {
+                // Idle, not just started: a client that registered within the last 500 ms
+                // counts as active (its work may be about to come).
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
             child
         });
         for (per_call, n) in [false, true]

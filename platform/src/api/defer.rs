@@ -82,8 +82,11 @@ fn launch_items(work_dim: cl_uint, global: *const usize) -> Option<u64> {
 }
 
 /// Sends one command straight to the vendor on a managed queue: earlier deferred commands
-/// first reach the vendor (in-order semantics), and while a lower priority shares the
-/// device the command's completion is watched, so that it yields until then.
+/// first reach the vendor (in-order semantics), and while a lower priority is busy on the
+/// device the command raises demand until it is seen complete, so that the lower one
+/// yields until then: seen by the application's synchronisation ([`synced`]), or, for a
+/// lower queue's short launch under its direct budget and for a command that is not
+/// ready, on a vendor event.
 ///
 /// `claim` is the budget a short launch claimed to go direct ([`Launch::Direct`]); it is
 /// given back when the command completes (or at once if the vendor refuses it).
@@ -99,10 +102,16 @@ pub fn direct<T>(
     let mut out = OutEvent::new(event);
     let ready = m.ready(wait.as_slice());
     let watch = m.direct_submitted(ready, claim);
-    if ready && watch.is_none() {
-        let r = call(&q.get().inner, wait.len(), wait.ptr(), out.ptr())?;
-        out.publish(q);
-        return Ok(r);
+    if ready {
+        match watch {
+            None => {
+                let r = call(&q.get().inner, wait.len(), wait.ptr(), out.ptr())?;
+                out.publish(q);
+                return Ok(r);
+            }
+            Some(w) if !w.claimed() => return synced(m, q, wait, out, w, call),
+            Some(_) => {}
+        }
     }
     // A watched command's completion is observed on its vendor event, and an unready one
     // is remembered by it: ask for one even when the application did not. A lower
@@ -173,6 +182,60 @@ pub fn direct<T>(
         }
     }
     let r = r?;
+    out.publish(q);
+    Ok(r)
+}
+
+thread_local! {
+    /// The command this thread is sending returns only once complete (see [`blocking`]).
+    static BLOCKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f`, which sends one command that returns only once it is complete (a blocking
+/// transfer, waited for as the application made it or apart): a direct command it sends
+/// ends its demand on return, tracked by nothing else ([`synced`]).
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            BLOCKING.with(|b| b.set(self.0));
+        }
+    }
+    let _reset = Reset(BLOCKING.with(|b| b.replace(true)));
+    f()
+}
+
+/// [`direct`] for a ready command that raised demand ahead of a busy lower client: sent as
+/// the application made it, with no event, callback or query of the layer's (issue 24).
+/// Its demand ends when it returns, if it blocks; else when the application synchronises
+/// with it or a later command, or the fallback for commands it never synchronises with
+/// (`managed::unsynced`) sees a marker after it complete.
+#[cold]
+fn synced<T>(
+    m: &Arc<Managed>,
+    q: &Obj<Queue>,
+    wait: InnerEvents,
+    mut out: OutEvent,
+    watch: Arc<managed::Watch>,
+    call: impl FnOnce(&Inner<cl_command_queue>, cl_uint, *const cl_event, *mut cl_event) -> CLResult<T>,
+) -> CLResult<T> {
+    let r = match call(&q.get().inner, wait.len(), wait.ptr(), out.ptr()) {
+        Ok(r) => r,
+        Err(e) => {
+            watch.complete();
+            return Err(e);
+        }
+    };
+    if !out.inner.is_null() {
+        // The application's own event: its wait, poll or callback ends the demand.
+        watch.set_event(out.inner);
+    }
+    watch.on_vendor();
+    if BLOCKING.with(|b| b.get()) {
+        watch.complete();
+    } else {
+        m.leave_to_sync();
+    }
     out.publish(q);
     Ok(r)
 }

@@ -176,12 +176,15 @@ fn blocking<T>(
         return f(Wait { flag, m: None });
     };
     let mark = m.vendor_mark();
+    let _syncing = m.syncing();
     // A wait list's failed event is the vendor's to answer for as it does (PoCL 3.1 gives
     // CL_SUCCESS, and at times crashes, where the spec says
     // CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST): such a command blocks as made.
-    let r = f(Wait {
-        flag,
-        m: (n_waits == 0).then_some(&**m),
+    let r = defer::blocking(|| {
+        f(Wait {
+            flag,
+            m: (n_waits == 0).then_some(&**m),
+        })
     })?;
     m.complete_upto(mark);
     Ok(r)

@@ -34,6 +34,11 @@ pub fn wait_for_events(num_events: cl_uint, event_list: *const cl_event) -> CLRe
     // `Deferred::wait`); their user events are set by then.
     deferred().for_each(|d| d.wait());
     let vt = first.inner.vt;
+    let _syncing: Vec<_> = events
+        .iter()
+        .filter_map(|e| e.queue.as_ref().and_then(|q| q.get().managed.as_ref()))
+        .map(|m| m.syncing())
+        .collect();
     vtry!(vt, clWaitForEvents(list.len(), list.ptr()))?;
     // Watched direct commands end their demand now, not at the vendor's (late) callback.
     for e in &events {
@@ -97,9 +102,11 @@ pub fn get_event_info(
             let complete = b.get(..4).is_some_and(|x| {
                 cl_int::from_ne_bytes([x[0], x[1], x[2], x[3]]) <= CL_COMPLETE as cl_int
             });
-            if complete {
-                if let Some(m) = e.queue.as_ref().and_then(|q| q.get().managed.as_ref()) {
+            if let Some(m) = e.queue.as_ref().and_then(|q| q.get().managed.as_ref()) {
+                if complete {
                     m.seen_complete(e.inner.h);
+                } else {
+                    m.polled_incomplete();
                 }
             }
             b

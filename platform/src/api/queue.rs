@@ -315,9 +315,10 @@ pub fn finish(command_queue: cl_command_queue) -> CLResult<()> {
     // "CL_INVALID_COMMAND_QUEUE if command_queue is not a valid host command-queue."
     let q = Obj::<Queue>::check(command_queue)?.get();
     // Commands still in software first reach the vendor, which then finishes them all.
-    if let Some(m) = &q.managed {
+    let _syncing = q.managed.as_ref().map(|m| {
         m.drain();
-    }
+        m.syncing()
+    });
     vtry!(q.inner.vt, clFinish(q.inner.h))?;
     if let Some(m) = &q.managed {
         m.settle_all();

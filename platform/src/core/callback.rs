@@ -81,6 +81,15 @@ pub unsafe extern "C" fn event_notify(_inner: cl_event, status: cl_int, data: *m
     guarded(|| {
         // SAFETY: `data` is the box registered with this trampoline in clSetEventCallback.
         let cb = unsafe { take::<super::objects::Event, EventNotify>(data) };
+        // The application learns here that its command completed: so does the command's
+        // queue, whose demand for the device may have waited for just this
+        // (`managed::unsynced`).
+        if status <= CL_COMPLETE as cl_int {
+            let e = cb.obj.get();
+            if let Some(m) = e.queue.as_ref().and_then(|q| q.get().managed.as_ref()) {
+                m.seen_complete(e.inner.h);
+            }
+        }
         // SAFETY: the application's callback, called with its own event handle.
         unsafe { (cb.func)(cb.obj.handle(), status, cb.user_data) };
     })

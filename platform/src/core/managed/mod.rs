@@ -28,6 +28,7 @@ pub mod models;
 mod profiles;
 mod readiness;
 mod submitter;
+mod unsynced;
 pub mod yielding;
 
 pub use submitter::forget_kernel;
@@ -144,6 +145,15 @@ pub struct Managed {
     /// Watched direct commands that have reached the vendor, in that order (each watch
     /// keeps its number, [`Watch::on_vendor`]).
     direct_seq: AtomicU64,
+    /// The fallback for watches the application never synchronises with has this queue
+    /// in hand (see `unsynced`).
+    sync_armed: std::sync::atomic::AtomicBool,
+    /// Threads of the application waiting in a synchronisation call on this queue
+    /// (`clFinish`, a blocking command, `clWaitForEvents` on its events), and status polls
+    /// of its events that found them incomplete: while either moves, the fallback for
+    /// unsynchronised commands waits (see `unsynced`).
+    syncing: AtomicUsize,
+    polls: AtomicU64,
     /// A low-priority queue on a CPU device: the platform whose device threads go to the
     /// idle class once a higher priority registers (see [`Managed::must_defer`]).
     os_platform: Option<&'static Obj<Platform>>,
@@ -151,9 +161,21 @@ pub struct Managed {
     _workers_held: Option<WorkersHeld>,
 }
 
+/// An application thread waiting in a synchronisation call on a queue
+/// ([`Managed::syncing`]).
+pub struct Syncing<'a>(&'a Managed);
+
+impl Drop for Syncing<'_> {
+    fn drop(&mut self) {
+        self.0.syncing.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// A direct command whose completion ends the demand it raised (see
 /// [`Managed::direct_submitted`]): completed once, by whichever comes first of the
-/// vendor's callback, the application seeing its event complete, or `clFinish`.
+/// application's synchronisation (`clFinish`, a blocking command after it, its event seen
+/// complete), the bound on a queue that stopped moving (`unsynced`), or, for a short
+/// launch under the direct budget, the vendor's callback on the event that tracks it.
 pub struct Watch {
     m: Arc<Managed>,
     /// The command's vendor event, once it exists.
@@ -187,10 +209,18 @@ impl Watch {
 
     /// The command is complete: its demand ends (once).
     pub fn complete(self: &Arc<Self>) {
-        if self.done.swap(true, Ordering::AcqRel) {
+        if self.done.load(Ordering::Acquire) {
             return;
         }
         self.m.lock_watches().retain(|w| !Arc::ptr_eq(w, self));
+        self.end();
+    }
+
+    /// [`Watch::complete`] for a watch already taken out of the queue's list.
+    fn end(&self) {
+        if self.done.swap(true, Ordering::AcqRel) {
+            return;
+        }
         if self.claim > 0 {
             self.m.unclaim_direct(self.claim);
         }
@@ -367,6 +397,9 @@ impl Managed {
             watches: Mutex::new(Vec::new()),
             direct_ns: AtomicU64::new(0),
             direct_seq: AtomicU64::new(0),
+            sync_armed: std::sync::atomic::AtomicBool::new(false),
+            syncing: AtomicUsize::new(0),
+            polls: AtomicU64::new(0),
             os_platform,
             _workers_held: workers_held,
         });
@@ -594,6 +627,9 @@ impl Managed {
     /// profile lines: a process that exits right after releasing its queue would lose them.
     pub fn shutdown(&self) {
         self.drain();
+        // Nothing can synchronise with its commands any more: their demand ends here (the
+        // vendor finishes them as it would without the layer).
+        self.finished_all();
         let mut st = self.lock();
         st.shutdown = true;
         self.cv.notify_all();
@@ -660,10 +696,14 @@ impl Managed {
     pub fn direct_submitted(self: &Arc<Self>, ready: bool, claim: u64) -> Option<Arc<Watch>> {
         let c = self.client.as_ref()?;
         // Only a busy lower client has anything to yield: next to an idle one (or none)
-        // a command costs no event, callback or completion query (issue 24). Should the
-        // lower one start meanwhile, it queues at most one piece before it sees the
-        // demand of this queue's next command.
-        let demand = ready && c.lower_priority_active(ACTIVE_WINDOW);
+        // a command costs no demand bookkeeping at all. Should the lower one start
+        // meanwhile, it queues at most one piece before it sees the demand of this
+        // queue's next command. Next to a busy one the command costs demand and a watch,
+        // and still no vendor call (issue 24: `defer::synced`). A queue whose earlier
+        // commands' demand is still raised goes on demanding without looking again.
+        let demand = ready
+            && (self.outstanding.load(Ordering::Acquire) > 0
+                || c.lower_priority_active(ACTIVE_WINDOW));
         if !demand && claim == 0 {
             return None;
         }
@@ -673,8 +713,12 @@ impl Managed {
     /// [`Managed::direct_submitted`] for a command to be watched.
     #[cold]
     fn watch(self: &Arc<Self>, c: &Client, demand: bool, claim: u64) -> Option<Arc<Watch>> {
-        if demand {
-            self.outstanding.fetch_add(1, Ordering::AcqRel);
+        // The first command of a request raises demand and waits for lower clients to
+        // leave the device; the ones after it, while its demand stands, find it raised
+        // and no lower client on the device (none enters while a higher one demands, rule
+        // 10), so they touch the segment no more: on an H100 next to an active LP those
+        // looks cost about as much as the commands' whole forwarding.
+        if demand && self.outstanding.fetch_add(1, Ordering::AcqRel) == 0 {
             c.announce_demand();
             c.note_behind();
             self.handshake(c);
@@ -740,7 +784,8 @@ impl Managed {
     }
 
     /// The application saw vendor event `e` of this queue complete (`clWaitForEvents`, a
-    /// status query): a watched direct command it belongs to is done now. The vendor's
+    /// status query, its completion callback): a watched direct command it belongs to is
+    /// done now, and on an in-order queue so is every one before it. The vendor's
     /// completion callback says the same, but NVIDIA delivers it milliseconds late, and
     /// until then the demand would keep lower priorities off an idle device.
     pub fn seen_complete(&self, e: cl_event) {
@@ -751,6 +796,7 @@ impl Managed {
             .cloned();
         if let Some(w) = w {
             w.complete();
+            self.complete_upto(w.seq.load(Ordering::Acquire));
         }
     }
 
@@ -771,14 +817,16 @@ impl Managed {
         if !self.in_order || mark == 0 {
             return;
         }
-        let done: Vec<Arc<Watch>> = self
-            .lock_watches()
-            .iter()
-            .filter(|w| (1..=mark).contains(&w.seq.load(Ordering::Acquire)))
-            .cloned()
-            .collect();
+        let done: Vec<Arc<Watch>> = {
+            let mut ws = self.lock_watches();
+            let (done, open) = std::mem::take(&mut *ws)
+                .into_iter()
+                .partition(|w| (1..=mark).contains(&w.seq.load(Ordering::Acquire)));
+            *ws = open;
+            done
+        };
         for w in done {
-            w.complete();
+            w.end();
         }
     }
 
@@ -786,8 +834,36 @@ impl Managed {
     pub fn finished_all(&self) {
         let all = std::mem::take(&mut *self.lock_watches());
         for w in all {
-            w.complete();
+            w.end();
         }
+    }
+
+    /// Whether a watched direct command of this queue is not yet known complete.
+    fn has_watches(&self) -> bool {
+        !self.lock_watches().is_empty()
+    }
+
+    /// A direct command whose demand only the application's synchronisation ends (no
+    /// vendor event or callback tracks it) was left open: hands the queue to the fallback
+    /// for commands the application never synchronises with, unless it has it already.
+    /// One atomic swap, except at the first such command after the fallback let go.
+    pub fn leave_to_sync(self: &Arc<Self>) {
+        if !self.sync_armed.swap(true, Ordering::SeqCst) {
+            unsynced::arm(self);
+        }
+    }
+
+    /// The application waits in a synchronisation call for this queue's work until the
+    /// guard drops (see `syncing`).
+    pub fn syncing(&self) -> Syncing<'_> {
+        self.syncing.fetch_add(1, Ordering::AcqRel);
+        Syncing(self)
+    }
+
+    /// The application polled one of this queue's events and found it incomplete: it is
+    /// waiting for the queue's work (see `syncing`).
+    pub fn polled_incomplete(&self) {
+        self.polls.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A direct command's completion (see [`Managed::direct_submitted`]).
