@@ -208,8 +208,8 @@ pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
 /// [`direct`] for a ready command that raised demand ahead of a busy lower client: sent as
 /// the application made it, with no event, callback or query of the layer's (issue 24).
 /// Its demand ends when it returns, if it blocks; else when the application synchronises
-/// with it or a later command, or the fallback for commands it never synchronises with
-/// (`managed::unsynced`) sees a marker after it complete.
+/// with it or a later command, or when its queue has done nothing for a while (the bound
+/// of `managed::unsynced`).
 #[cold]
 fn synced<T>(
     m: &Arc<Managed>,

@@ -145,12 +145,12 @@ pub struct Managed {
     /// Watched direct commands that have reached the vendor, in that order (each watch
     /// keeps its number, [`Watch::on_vendor`]).
     direct_seq: AtomicU64,
-    /// The fallback for watches the application never synchronises with has this queue
-    /// in hand (see `unsynced`).
+    /// The bound on watches the application never synchronises with has this queue in
+    /// hand (see `unsynced`).
     sync_armed: std::sync::atomic::AtomicBool,
     /// Threads of the application waiting in a synchronisation call on this queue
     /// (`clFinish`, a blocking command, `clWaitForEvents` on its events), and status polls
-    /// of its events that found them incomplete: while either moves, the fallback for
+    /// of its events that found them incomplete: while either is at work, the bound on
     /// unsynchronised commands waits (see `unsynced`).
     syncing: AtomicUsize,
     polls: AtomicU64,
@@ -844,9 +844,9 @@ impl Managed {
     }
 
     /// A direct command whose demand only the application's synchronisation ends (no
-    /// vendor event or callback tracks it) was left open: hands the queue to the fallback
-    /// for commands the application never synchronises with, unless it has it already.
-    /// One atomic swap, except at the first such command after the fallback let go.
+    /// vendor event or callback tracks it) was left open: hands the queue to the bound on
+    /// commands the application never synchronises with, unless it has it already. One
+    /// atomic swap, except at the first such command after the bound let go.
     pub fn leave_to_sync(self: &Arc<Self>) {
         if !self.sync_armed.swap(true, Ordering::SeqCst) {
             unsynced::arm(self);
