@@ -161,7 +161,16 @@ fn private_cache() {
     if let (None, Some(real)) = (std::env::var_os("POCL_CACHE_DIR"), real) {
         std::env::set_var("POCL_CACHE_DIR", real.join("pocl"));
     }
-    let dir = std::env::temp_dir().join(format!("softpreempt-cache-{}", std::process::id()));
+    // Named by the process and the time, and emptied if it exists: a directory named by
+    // the pid alone was found again by a later process given the same pid (pids wrap at
+    // 32768 on the CI machine), whose program-store test then loaded entries an earlier
+    // run had stored where it expected to compile them.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let dir =
+        std::env::temp_dir().join(format!("softpreempt-cache-{}-{nanos}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::env::set_var("XDG_CACHE_HOME", &dir);
     std::env::set_var(TEST_CACHE, &dir);
