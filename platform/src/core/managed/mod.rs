@@ -795,8 +795,11 @@ impl Managed {
             .find(|w| w.event.load(Ordering::Acquire) == e as usize)
             .cloned();
         if let Some(w) = w {
-            w.complete();
-            self.complete_upto(w.seq.load(Ordering::Acquire));
+            // On an in-order queue one pass ends it and every watch before it.
+            match w.seq.load(Ordering::Acquire) {
+                seq if self.in_order && seq > 0 => self.complete_upto(seq),
+                _ => w.complete(),
+            }
         }
     }
 

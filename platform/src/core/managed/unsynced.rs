@@ -105,14 +105,16 @@ pub fn arm(m: &Arc<Managed>) {
 /// One look at a due queue: `Some` to look again later, `None` when let go.
 fn look(a: Armed, now: Instant) -> Option<Armed> {
     let m = a.m.upgrade()?;
+    let again = || {
+        Some(Armed {
+            m: a.m.clone(),
+            due: now + BOUND,
+            seen: progress(&m),
+        })
+    };
     if m.has_watches() {
-        let seen = progress(&m);
-        if seen != a.seen || m.syncing.load(Ordering::Acquire) > 0 {
-            return Some(Armed {
-                m: a.m,
-                due: now + BOUND,
-                seen,
-            });
+        if progress(&m) != a.seen || m.syncing.load(Ordering::Acquire) > 0 {
+            return again();
         }
         tracing::debug!(queue = %m.label, "demand of unsynchronised commands ends at its bound");
         m.finished_all();
@@ -122,11 +124,7 @@ fn look(a: Armed, now: Instant) -> Option<Armed> {
     // counted on us.
     m.sync_armed.store(false, Ordering::SeqCst);
     if m.has_watches() && !m.sync_armed.swap(true, Ordering::SeqCst) {
-        return Some(Armed {
-            m: a.m,
-            due: now + BOUND,
-            seen: progress(&m),
-        });
+        return again();
     }
     None
 }
