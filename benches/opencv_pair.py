@@ -12,7 +12,14 @@ on request (--scenarios) also LP alone through SoftPreempt at priority low (lp-a
 and the LP next to a registered HP that sends nothing (corun-sp-idle: what a registered
 higher priority alone costs the LP), and hp-ab: the HP alone on both platforms at once, in
 turns of --slot-ms (the bare one in even slots), so that the machine's drift hits both alike
-(its rows hp-ab-bare and hp-ab-sp; hp-ab-sp's ratios are ÷ hp-ab-bare).
+(its rows hp-ab-bare and hp-ab-sp; hp-ab-sp's ratios are ÷ hp-ab-bare); and corun-ab: a bare
+pair and a SoftPreempt pair at once, taking turns of --turn-ms (the bare pair in even turns):
+each LP begins pipelines in its own turns only, each HP sends requests in its own turns after
+the first --guard-ms (while the other pair's LP finishes its last pipeline), and each LP's
+rate is taken from pipelines that began and ended in the measured part of one of its turns
+(rows corun-ab-bare and corun-ab-sp; LP kept ÷ corun-ab-bare, and per pair of adjacent
+turns, with the mean's standard error). An LP's rate moved ±12% between sequential co-runs
+on one H100, so sequential runs cannot resolve a few percent; turns can.
 Each scenario first runs briefly to warm OpenCV's binary cache (one cache folder per
 platform), then is measured, so measured runs load their programs from the cache, as users'
 second runs do. Printed: HP p50/p90/p99 per request (ms) and p99 / bare-alone p99, LP
@@ -32,7 +39,9 @@ import os
 import sys
 import time
 
-from pair_common import Work, interleaved, lp_rate, pct, scenario as run_scenario, serve
+from pair_common import (Slot, Work, interleaved, lp_rate, mean_se, paired_ratios, pct,
+                         period_rates, scenario as run_scenario, serve, slot_rate,
+                         turns_scenario)
 
 
 def role_main(role):
@@ -82,10 +91,14 @@ def role_main(role):
 
     pipeline()
     print("ready", flush=True)
+    slot = os.environ.get("PAIR_SLOT")
+    slot = Slot(slot) if slot else None
     done = 0
     start = time.perf_counter()
     done_at = []
     while not os.path.exists(stop):
+        if slot:
+            slot.wait()  # begins pipelines in its own turns only (corun-ab)
         pipeline()
         done += 1
         done_at.append(time.monotonic())
@@ -110,6 +123,11 @@ def main():
                          "default configuration)")
     ap.add_argument("--slot-ms", type=float, default=500.0,
                     help="hp-ab: each platform's turn, ms")
+    ap.add_argument("--turn-ms", type=float, default=4000.0,
+                    help="corun-ab: each pair's turn, ms")
+    ap.add_argument("--guard-ms", type=float, default=1200.0,
+                    help="corun-ab: the part of a turn the HP leaves to the other pair's LP "
+                         "to finish its last pipeline, ms")
     ap.add_argument("--json")
     a = ap.parse_args()
     w = Work("opencv-pair-", a.lib, a.vendor_lib, sched=a.sched)
@@ -145,6 +163,18 @@ def main():
                    PAIR_GAP_MS=a.gap_ms, PAIR_SLOT=f"{i}/2/{a.slot_ms}")
             for i, p in enumerate(("bare", "sp"))})
 
+    def corun_turns(seconds):
+        stop = os.path.join(work, f"stop-{time.monotonic_ns()}")
+        slot = {p: f"{i}/2/{a.turn_ms}" for i, p in enumerate(("bare", "sp"))}
+        lp = {p: env(p, "low" if p == "sp" else None, PAIR_LP_SIZE=a.lp_size, PAIR_STOP=stop,
+                     PAIR_SLOT=slot[p]) for p in slot}
+        hp = {p: env(p, "high" if p == "sp" else None, PAIR_STOP=stop, PAIR_DURATION=seconds,
+                     PAIR_GAP_MS=a.gap_ms, PAIR_SLOT=f"{slot[p]}/{a.guard_ms}") for p in slot}
+        r = turns_scenario(__file__, stop, lp, hp, 1.0)
+        for p in slot:
+            r[p]["slot"] = f"{slot[p]}/{a.guard_ms}"
+        return r
+
     plan = {"hp-alone": ("bare", None), "hp-alone-sp": ("sp", None),
             "corun-bare": ("bare", "bare"), "corun-sp": ("sp", "sp"), "lp-alone": (None, "bare"),
             "lp-alone-sp": (None, "sp"), "corun-sp-idle": ("sp", "sp")}
@@ -154,6 +184,14 @@ def main():
             turns(2.0)  # warms both binary caches
             r = turns(a.duration)
             rows["hp-ab-bare"], rows["hp-ab-sp"] = {"hp": r["bare"]}, {"hp": r["sp"]}
+            if not os.listdir(shm):
+                sys.exit(f"{name}: OpenCV did not use the SoftPreempt platform")
+            print(f"ran {name}", file=sys.stderr, flush=True)
+            continue
+        if name == "corun-ab":
+            corun_turns(2 * a.turn_ms / 1e3)  # warms both binary caches
+            r = corun_turns(a.duration)
+            rows["corun-ab-bare"], rows["corun-ab-sp"] = r["bare"], r["sp"]
             if not os.listdir(shm):
                 sys.exit(f"{name}: OpenCV did not use the SoftPreempt platform")
             print(f"ran {name}", file=sys.stderr, flush=True)
@@ -170,7 +208,10 @@ def main():
     table = {}
     for name, r in rows.items():
         line = {}
-        if "lp" in r:
+        if "lp" in r and "slot" in r:
+            line["lp_rate"] = slot_rate(r["lp"]["done_at"], r["slot"])
+            line["lp_periods"] = period_rates(r["lp"]["done_at"], r["slot"])
+        elif "lp" in r:
             line["lp_rate"] = lp_rate(r["lp"]["done_at"], r.get("hp", {}).get("window"))
         if r.get("hp", {}).get("lat"):
             lat = r["hp"]["lat"]
@@ -178,6 +219,7 @@ def main():
         table[name] = line
     alone = table.get("hp-alone", {})
     lp_base = table.get("corun-bare", {}).get("lp_rate")
+    turns = table.get("corun-ab-bare"), table.get("corun-ab-sp")
     print(f"{'scenario':<12} {'HP p50 ms':>10} {'HP p90 ms':>10} {'HP p99 ms':>10} "
           f"{'p50/alone':>10} {'p99/alone':>10} {'LP pipe/s':>10} {'LP kept':>8}")
     for name, line in table.items():
@@ -185,12 +227,21 @@ def main():
         f = lambda v, fmt: format(v, fmt) if v is not None else "-"
         g = line.get
         ratio = lambda k: g(k) / alone[k] if g(k) is not None and alone.get(k) else None
-        kept = g("lp_rate") / lp_base if g("lp_rate") and lp_base else None
+        base = turns[0].get("lp_rate") if name.startswith("corun-ab") else lp_base
+        kept = g("lp_rate") / base if g("lp_rate") and base else None
         print(f"{name:<12} {f(g('hp_p50'), '10.3f')} {f(g('hp_p90'), '10.3f')} "
               f"{f(g('hp_p99'), '10.3f')} {f(ratio('hp_p50'), '10.3f')} "
               f"{f(ratio('hp_p99'), '10.2f')} {f(g('lp_rate'), '10.3f')} {f(kept, '8.3f')}")
     print("ratios: ÷ the HP alone on the bare driver (hp-ab rows: ÷ hp-ab-bare, the same "
-          "run's turns); LP kept: ÷ the bare co-run's LP")
+          "run's turns); LP kept: ÷ the bare co-run's LP (corun-ab-sp: ÷ corun-ab-bare, the "
+          "same run's turns)")
+    if all(turns):
+        paired = paired_ratios(turns[0]["lp_periods"], turns[1]["lp_periods"])
+        if paired:
+            m, se = mean_se(paired)
+            table["corun-ab-sp"]["lp_paired"] = {"ratios": paired, "mean": m, "se": se}
+            print(f"corun-ab LP, SoftPreempt ÷ bare per pair of adjacent turns: mean {m:.3f} "
+                  f"± {se:.3f} (standard error), {len(paired)} pairs")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"options": vars(a), "rows": rows, "table": table}, f)

@@ -58,21 +58,56 @@ def entry(role_main, main):
         main()
 
 
+class Slot:
+    """A client's turns ("K/N/MS" or "K/N/MS/GUARD", as the PAIR_SLOT variable): the K-th
+    of every N slots of MS milliseconds of CLOCK_MONOTONIC (system-wide). With GUARD (ms),
+    a slot's first GUARD ms are its settling part: an HP sends nothing then, so the other
+    pair's LP can finish the piece it began in its own slot (`corun-ab`)."""
+
+    def __init__(self, spec):
+        f = [float(x) for x in spec.split("/")]
+        self.k, n, ms = f[:3]
+        self.width = ms / 1e3
+        self.period = n * self.width
+        self.guard = (f[3] if len(f) > 3 else 0.0) / 1e3
+
+    def pos(self, t):
+        """Seconds since the start of this client's slot in the current period (≥ width:
+        outside it)."""
+        return (t - self.k * self.width) % self.period
+
+    def wait(self, start=0.0, end_margin=0.0):
+        """Sleeps until the monotonic clock is inside [start, width - end_margin) of this
+        client's slot (start: seconds after the slot begins)."""
+        import time
+        pos = self.pos(time.monotonic())
+        if pos >= self.width - end_margin:
+            time.sleep(self.period - pos + start)
+        elif pos < start:
+            time.sleep(start - pos)
+
+    def active(self, t):
+        """Whether monotonic time `t` lies in this slot's measured part (after the guard)."""
+        return self.guard <= self.pos(t) < self.width
+
+    def span(self, t):
+        """Which period `t` lies in (the same for two times in one slot)."""
+        return int((t - self.k * self.width) // self.period)
+
+
 def serve(request, gap_ms, duration, seed=11, slot=None):
     """The HP's measured part: `request(i)` at Poisson-spaced times (mean gap `gap_ms`) for
     `duration` seconds. Returns each request's latency (ms) and start (s from the first).
 
-    `slot` ("K/N/MS", default the PAIR_SLOT variable): requests only in the K-th of every N
-    slots of MS milliseconds of CLOCK_MONOTONIC (system-wide), none within 5 ms of a slot's
-    end. Two clients of one machine so take turns (`hp-ab`): their drift, which moved a
-    lone OpenCV HP's 2 s medians by ±15% on an H100, hits both alike, and neither's
-    requests overlap the other's."""
+    `slot` (a `Slot` spec, default the PAIR_SLOT variable): requests only in this client's
+    slots, after their guard and none within 5 ms of their end. Two clients of one machine
+    so take turns (`hp-ab`, `corun-ab`): their drift, which moved a lone OpenCV HP's 2 s
+    medians by ±15% on an H100, hits both alike, and neither's requests overlap the
+    other's."""
     import random
     import time
     slot = slot or os.environ.get("PAIR_SLOT")
-    if slot:
-        k, n, ms = (float(x) for x in slot.split("/"))
-        period, width = n * ms / 1e3, ms / 1e3
+    slot = Slot(slot) if slot else None
     r = random.Random(seed)
     lat, at = [], []
     start = time.perf_counter()
@@ -80,15 +115,52 @@ def serve(request, gap_ms, duration, seed=11, slot=None):
     while time.perf_counter() < end:
         time.sleep(r.expovariate(1e3 / gap_ms))
         if slot:
-            # Into the slot's span [k*width, (k+1)*width - 5 ms) of the current period.
-            pos = (time.monotonic() - k * width) % period
-            if pos >= width - 5e-3:
-                time.sleep(period - pos)
+            slot.wait(slot.guard, 5e-3)
         t = time.perf_counter()
         request(len(lat))
         lat.append((time.perf_counter() - t) * 1e3)
         at.append(t - start)
     return lat, at
+
+
+def slot_rate(done_at, slot):
+    """An LP's rate (units per second) in its slots' measured parts: the intervals between
+    consecutive completions that both lie in the measured part of one slot, counted ÷ their
+    total length. Its pieces that spill into the other pair's slot, and the other pair's
+    that spill into its own, fall outside. None with no such interval."""
+    slot = Slot(slot)
+    n, total = 0, 0.0
+    for a, b in zip(done_at, done_at[1:]):
+        if slot.active(a) and slot.active(b) and slot.span(a) == slot.span(b):
+            n += 1
+            total += b - a
+    return n / total if n else None
+
+
+def period_rates(done_at, slot):
+    """An LP's rate in each of its slots' measured parts, by period (`Slot.span`): the
+    intervals between consecutive completions inside one measured part, counted ÷ their
+    length."""
+    slot = Slot(slot)
+    per = {}
+    for a, b in zip(done_at, done_at[1:]):
+        if slot.active(a) and slot.active(b) and slot.span(a) == slot.span(b):
+            n, total = per.get(slot.span(a), (0, 0.0))
+            per[slot.span(a)] = (n + 1, total + b - a)
+    return {k: n / total for k, (n, total) in per.items()}
+
+
+def paired_ratios(base, other):
+    """`other`'s rate ÷ `base`'s, per period both measured (`period_rates`' keys: a slot
+    and the next of the other pair share a period), in period order."""
+    return [other[k] / base[k] for k in sorted(base) if k in other]
+
+
+def mean_se(v):
+    """Mean and standard error of `v` (the error 0 for fewer than two values)."""
+    import statistics
+    m = statistics.fmean(v)
+    return m, (statistics.stdev(v) / len(v) ** 0.5 if len(v) > 1 else 0.0)
 
 
 def pct(v, p):
@@ -127,11 +199,8 @@ def interleaved(script, envs):
     with its own PAIR_SLOT) at the same time, so they take turns on the device; returns
     each one's last output line, parsed as JSON, by name."""
     import json
-    import subprocess
     import sys
-    procs = {k: subprocess.Popen([sys.executable, script, "--role", "hp"],
-                                 stdout=subprocess.PIPE, text=True, env=e)
-             for k, e in envs.items()}
+    procs = {k: role(script, "hp", e) for k, e in envs.items()}
     res = {}
     for k, p in procs.items():
         o = p.communicate()[0]
@@ -146,23 +215,35 @@ def scenario(script, stop, lp_env, hp_env, seconds, settle):
     runs alone for `settle` seconds; then the HP (when `hp_env` is given) runs until it
     reports, or nothing runs for `seconds`; then the stop file ends the LP. Returns each
     role's last output line, parsed as JSON."""
-    import json
-    import subprocess
-    import sys
     import time
     procs, out = {}, {}
     if lp_env:
-        procs["lp"] = subprocess.Popen([sys.executable, script, "--role", "lp"],
-                                       stdout=subprocess.PIPE, text=True, env=lp_env)
+        procs["lp"] = role(script, "lp", lp_env)
         procs["lp"].stdout.readline()
         time.sleep(settle)
     if hp_env:
-        procs["hp"] = subprocess.Popen([sys.executable, script, "--role", "hp"],
-                                       stdout=subprocess.PIPE, text=True, env=hp_env)
+        procs["hp"] = role(script, "hp", hp_env)
         procs["hp"].stdout.readline()
         out["hp"] = procs["hp"].communicate()[0]
     else:
         time.sleep(seconds)
+    return stop_and_collect(stop, procs, out)
+
+
+def role(script, name, env):
+    """Starts `script`'s client role `name` ("lp" or "hp") in `env`, its output piped."""
+    import subprocess
+    import sys
+    return subprocess.Popen([sys.executable, script, "--role", name], stdout=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def stop_and_collect(stop, procs, out):
+    """Creates the stop file (which ends the LPs), then waits for every process of `procs`
+    (key -> process; `out` holds the output of those already waited for) and returns each
+    one's last output line parsed as JSON, by key; exits if one failed."""
+    import json
+    import sys
     open(stop, "w").close()
     res = {}
     for k, p in procs.items():
@@ -170,4 +251,23 @@ def scenario(script, stop, lp_env, hp_env, seconds, settle):
         if p.returncode:
             sys.exit(f"{k} failed ({p.returncode})")
         res[k] = json.loads(o.strip().splitlines()[-1])
+    return res
+
+
+def turns_scenario(script, stop, lp_envs, hp_envs, settle):
+    """Two co-runs in turns (`corun-ab`): every pair's LP (`lp_envs`, name -> environment
+    with its PAIR_SLOT) starts and works in its own slots only; after `settle` seconds every
+    pair's HP (`hp_envs`, the same names and slots, with a guard) starts; when the HPs
+    report, the stop file ends the LPs. Returns {name: {"lp": ..., "hp": ...}}, each role's
+    last output line parsed as JSON."""
+    import time
+    procs = {("lp", k): role(script, "lp", e) for k, e in lp_envs.items()}
+    for p in procs.values():
+        p.stdout.readline()
+    time.sleep(settle)
+    procs.update({("hp", k): role(script, "hp", e) for k, e in hp_envs.items()})
+    out = {key: procs[key].communicate()[0] for key in procs if key[0] == "hp"}
+    res = {}
+    for (r, k), v in stop_and_collect(stop, procs, out).items():
+        res.setdefault(k, {})[r] = v
     return res

@@ -573,6 +573,47 @@ fn user_event_failing_between_look_and_enqueue_still_lets_the_queue_finish() {
     mc::release_mems(&[out]);
 }
 
+/// The CTS's `userevents`, its second case: launches that reached the vendor unready,
+/// behind a user event the application then fails, fail with it, and the queue finishes.
+/// The submitter sends an unready launch at once, so after the pause they wait on PoCL.
+/// Their events must be the layer's to hold: PoCL 3.1, passing a failure on, drops its own
+/// reference to a command's event and then locks it (`pocl_update_event_failed`), which
+/// aborted the CTS in 3-4 of 20 runs under load while the layer sent such launches with no
+/// event (docs/cts.md, session 42). That use after free aborts only when the memory was
+/// reused meanwhile, so this test does not catch it reliably; the CTS loop there does.
+#[test]
+fn user_event_failing_behind_launches_on_the_vendor_fails_them_and_the_queue_finishes() {
+    let _g = setup();
+    let env = Env::sp();
+    let src = "__kernel void simple_task(__global float* o) { o[0] += 1; }";
+    let prog = mc::build(&env, src, "").unwrap_or_else(|e| panic!("{e}"));
+    let k = env.kernel(prog, "simple_task");
+    let out = env.buffer(4);
+    mc::arg(k, 0, out);
+    let u = user_event(&env);
+    let mut evs = [std::ptr::null_mut(); 4];
+    for e in evs.iter_mut() {
+        ok(mc::enqueue(env.queue, k, None, &[1], None, &[u], Some(e)));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: our user event, set once.
+    ok(unsafe { clSetUserEventStatus(u, -9) });
+    // SAFETY: a live queue.
+    ok(unsafe { clFinish(env.queue) });
+    for e in evs {
+        assert!(
+            mc::status(e) < 0,
+            "a launch did not fail with its dependency"
+        );
+        release(e);
+    }
+    release(u);
+    // SAFETY: our kernel and program, released once.
+    ok(unsafe { clReleaseKernel(k) });
+    ok(unsafe { clReleaseProgram(prog) });
+    mc::release_mems(&[out]);
+}
+
 #[test]
 fn blocking_read_and_out_of_order_queue_see_sliced_results() {
     let _g = setup();

@@ -38,6 +38,8 @@ const LONG_ITEMS: usize = 64 * 1024;
 const LONG_MS: u64 = 150;
 const PUSH_AFTER_MS: u64 = 30;
 const SHORT_LAUNCHES: u32 = 40;
+/// Launches after those, each by a kernel object of its own (OpenCV's way).
+const FRESH_LAUNCHES: u32 = 8;
 const N: usize = 64 * 256;
 const ITERS: u32 = 400;
 const LAUNCHES: u32 = 3;
@@ -186,6 +188,21 @@ fn direct_child_role() {
     }
     if let Some(m) = mc::check_fill(&env.read::<u32>(out, 64), 0, SHORT_LAUNCHES, 1) {
         panic!("results: {m}");
+    }
+    // Then OpenCV's way: a kernel object for each launch, made once the kernel is known to
+    // be short, so it records no argument values.
+    for seed in 1..=FRESH_LAUNCHES {
+        let k = env.kernel(prog, "fill");
+        mc::arg(k, 0, out);
+        mc::arg(k, 1, seed);
+        mc::arg(k, 2, 1u32);
+        ok(mc::enqueue(low, k, None, &[64], Some(&[64]), &[], None));
+        mc::finish(low);
+        // SAFETY: the kernel object made above, released once.
+        ok(unsafe { clReleaseKernel(k) });
+        if let Some(m) = mc::check_fill(&env.read::<u32>(out, 64), 0, seed, 1) {
+            panic!("results: {m}");
+        }
     }
     for q in [high, low] {
         // SAFETY: queues this function created.
@@ -523,9 +540,14 @@ fn direct_launches_are_counted_in_the_profile_and_the_trace() {
     // Every launch is counted once: through the FIFO (measured) or direct.
     assert_eq!(
         count("launches") + count("direct"),
-        SHORT_LAUNCHES as u64,
+        (SHORT_LAUNCHES + FRESH_LAUNCHES) as u64,
         "{lines:?}"
     );
+    // The first kernel object, made before any launch was known, records its argument
+    // values (a yielding launch would replay them); the ones made once the kernel was
+    // known to be short record nothing.
+    assert!(count("direct_recorded") > 0, "{lines:?}");
+    assert!(count("direct_recorded") < count("direct"), "{lines:?}");
     // The first launches teach the timing model through the FIFO; once the kernel is known
     // to be short, it goes direct under the budget the idle high queue sets.
     assert!(count("direct_claimed") > 0, "{lines:?}");

@@ -26,6 +26,21 @@ fn a_high_priority_arrival_makes_long_low_launches_yield() {
         "a_high_priority_arrival_makes_long_low_launches_yield",
         16384,
         1000,
+        Objects::One,
+    );
+}
+
+/// OpenCV's way: a kernel object made for each launch and released after. The kernel's
+/// first launches are short, so the objects made after them record no argument values
+/// (which a yielding launch replays); once its launches are long, the objects made after
+/// that record again, and they yield.
+#[test]
+fn kernel_objects_made_per_launch_yield_once_launches_are_long() {
+    arrival(
+        "kernel_objects_made_per_launch_yield_once_launches_are_long",
+        16384,
+        1000,
+        Objects::PerLaunch,
     );
 }
 
@@ -38,23 +53,51 @@ fn on_a_cpu_device_launches_with_long_groups_yield_too() {
         "on_a_cpu_device_launches_with_long_groups_yield_too",
         1024,
         300_000,
+        Objects::One,
     );
 }
 
+/// How the low process makes its kernel objects.
+#[derive(Clone, Copy, PartialEq)]
+enum Objects {
+    /// One, its arguments set before every launch.
+    One,
+    /// A new one for every launch, released after it, and first a few short launches so.
+    PerLaunch,
+}
+
 /// The scenario, as test `name` (the high-priority child reruns it): launches of `n`
-/// items of `iters` rounds in groups of 64.
-fn arrival(name: &str, n: usize, iters: u32) {
+/// items of `iters` rounds in groups of 64, by kernel objects made as `objects` says.
+fn arrival(name: &str, n: usize, iters: u32, objects: Objects) {
     if let Some(stop) = std::env::var_os(HP_ENV) {
         return high_priority_child(PathBuf::from(stop));
     }
+    // One at a time: the tests of this file share the process's arbiter directory, and
+    // each counts the yields and handshakes of every client there.
+    let _serial = mc::serial();
     // Defaults, only the arbiter directory is private.
     let dir = mc::init("");
     let env = Env::sp();
     let low = mc::priority_queue(&env, CL_QUEUE_PRIORITY_LOW_KHR);
     let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
         .unwrap_or_else(|e| panic!("{e}"));
-    let k = env.kernel(prog, "fill");
+    let one = env.kernel(prog, "fill");
     let out = env.buffer(n * 4);
+    if objects == Objects::PerLaunch {
+        // Short launches (64 items of 4 rounds), each by a kernel object of its own.
+        let want = mc::fill_expected(64, 7, 4);
+        for _ in 0..6 {
+            let k = env.kernel(prog, "fill");
+            mc::arg(k, 0, out);
+            mc::arg(k, 1, 7u32);
+            mc::arg(k, 2, 4u32);
+            ok(mc::enqueue(low, k, None, &[64], Some(&[64]), &[], None));
+            mc::finish(low);
+            assert_eq!(env.read::<u32>(out, 64), want);
+            // SAFETY: the kernel object made above, released once.
+            ok(unsafe { clReleaseKernel(k) });
+        }
+    }
     // Per test: the tests of this file share the process's arbiter directory.
     let stop = dir.join(format!("{name}.stop"));
     let mut hp: Option<std::process::Child> = None;
@@ -71,11 +114,19 @@ fn arrival(name: &str, n: usize, iters: u32) {
         );
         // Cleared first, so a launch that skipped groups cannot pass on the last one's.
         env.write(out, &zero);
+        let k = match objects {
+            Objects::One => one,
+            Objects::PerLaunch => env.kernel(prog, "fill"),
+        };
         mc::arg(k, 0, out);
         mc::arg(k, 1, seed);
         mc::arg(k, 2, iters);
         ok(mc::enqueue(low, k, None, &[n], Some(&[64]), &[], None));
         mc::finish(low);
+        if objects == Objects::PerLaunch {
+            // SAFETY: this launch's kernel object, released once (the launch holds it).
+            ok(unsafe { clReleaseKernel(k) });
+        }
         let got: Vec<u32> = env.read(out, n);
         // Every item where the host twin is quick; else at a stride and every group's
         // last item (the twin is slow in debug builds), so that a group skipped or run

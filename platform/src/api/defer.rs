@@ -65,7 +65,12 @@ pub fn deferring_launch<'q>(
 #[inline]
 pub fn count_direct(m: &Managed, k: &Kernel, claimed: bool) {
     if crate::trace::profile::enabled() {
-        crate::trace::profile::direct(&k.class.name, &m.priority, claimed);
+        crate::trace::profile::direct(
+            &k.class.name,
+            &m.priority,
+            claimed,
+            k.records && k.class.records_args(),
+        );
     }
     if crate::trace::enabled() {
         crate::trace::direct(&m.label, &k.class.name, crate::trace::now_ns(), claimed);
@@ -331,6 +336,7 @@ pub fn launch(
         return Ok(Launch::Direct(0));
     };
     let pred = launch::predicted_ns(k, &m.device, &geo);
+    managed::yielding::note_prediction(m, &k.class, pred);
     if !m.must_defer() {
         // Nothing forces the FIFO (rule 6): only a launch that may be cut and is longer
         // than a piece, or not measured yet (its first launch teaches the model), goes

@@ -94,12 +94,13 @@ fn new_kernel(
     recycled: bool,
 ) -> &'static Obj<Kernel> {
     let n = class.arg_kinds.len();
+    let records = class.records_for_new();
     new_obj(Kernel {
         inner,
         program: program.hold(),
         args: Mutex::new(KernelArgs {
             held: smallvec::smallvec![None; n],
-            values: class.records_args().then(Box::default),
+            values: records.then(Box::default),
         }),
         args_set: ArgBits::new(n),
         null_mems: ArgBits::new(n),
@@ -107,6 +108,7 @@ fn new_kernel(
         class,
         exec_info_set: AtomicBool::new(false),
         recycled,
+        records,
     })
 }
 
@@ -257,6 +259,7 @@ pub fn clone_kernel(source_kernel: cl_kernel) -> CLResult<cl_kernel> {
         // (exec info included), so the clone's vendor kernel carries it too.
         exec_info_set: AtomicBool::new(k.exec_info_set.load(Relaxed)),
         recycled: false,
+        records: k.records,
     })
     .handle())
 }
@@ -479,10 +482,10 @@ struct Recorded {
 }
 
 impl Recorded {
-    /// The value to record for `k`'s argument, if its class records them (a kernel that
-    /// cannot yield pays one relaxed load).
+    /// The value to record for `k`'s argument, if the object records them and its class
+    /// may still yield (a kernel that cannot pays a field read or one relaxed load).
     fn of(k: &Kernel, size: usize, value: *const c_void) -> Option<Recorded> {
-        k.class.records_args().then_some(Recorded { size, value })
+        (k.records && k.class.records_args()).then_some(Recorded { size, value })
     }
 }
 

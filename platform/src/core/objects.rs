@@ -199,6 +199,10 @@ pub struct Kernel {
     pub exec_info_set: AtomicBool,
     /// Its vendor kernel was a spare of an earlier kernel object (see `core::kernel_pool`).
     pub recycled: bool,
+    /// Whether `clSetKernelArg` records its argument values ([`KernelArgs::values`]),
+    /// decided when the object is made ([`KernelClass::records_for_new`]) and kept for its
+    /// life, so that what it records is never missing a value set in between.
+    pub records: bool,
 }
 
 /// The wrapper goes when nothing holds it any more: the application released its last
@@ -304,6 +308,12 @@ pub struct KernelClass {
     /// entries are known not to include it (`core::yield_program`): from then on
     /// `clSetKernelArg` records nothing.
     pub records_args: AtomicBool,
+    /// Its launches are predicted too short to be worth yielding (the latest planned
+    /// one, by `managed::yielding::note_prediction`): kernel objects made meanwhile record
+    /// no argument values. Recording cost a paced OpenCV request, which makes a kernel
+    /// object of twelve arguments for each of its two launches, 3-9% of its p50 on an
+    /// H100 (docs/benchmarks.md, session 42), for launches that never yield.
+    pub seems_short: AtomicBool,
     /// Vendor kernels of released kernel objects, for the next `clCreateKernel` of this
     /// name and build (see `core::kernel_pool`).
     pub spares: crate::core::kernel_pool::KernelPool,
@@ -335,15 +345,25 @@ impl KernelClass {
             short_ns_per_item: AtomicU64::new(0),
             learned_alone: std::sync::atomic::AtomicU32::new(0),
             records_args: AtomicBool::new(records_args),
+            seems_short: AtomicBool::new(false),
             spares: Default::default(),
             models: Default::default(),
             required_local: Default::default(),
         }
     }
 
-    /// Whether `clSetKernelArg` records values for this class's kernel objects.
+    /// Whether `clSetKernelArg` records values for this class's kernel objects (those
+    /// made to record, [`Kernel::records`]).
     pub fn records_args(&self) -> bool {
         self.records_args.load(Relaxed)
+    }
+
+    /// Whether a kernel object made now records its argument values: while the class may
+    /// yield and its launches are not known to be short. An object made for one launch
+    /// (OpenCV's way) of a kernel whose launches are short then records nothing; one set
+    /// once and launched many times (before any launch is known) records from the start.
+    pub fn records_for_new(&self) -> bool {
+        self.records_args() && !self.seems_short.load(Relaxed)
     }
 }
 

@@ -36,6 +36,10 @@ pub struct KernelStats {
     /// Of those, launches that claimed the direct budget (a higher priority was
     /// registered): each is watched to its completion.
     pub direct_claimed: u64,
+    /// Of those, launches by kernel objects that record their argument values, which a
+    /// yielding launch replays (`Kernel::records`): what the kernel's launches pay for
+    /// the chance to yield, the recording, while they are not known to be short.
+    pub direct_recorded: u64,
 }
 
 /// What one launch did, as `launch` counts it.
@@ -83,12 +87,14 @@ impl ProfileTable {
         s.not_asked += u64::from(l.not_asked);
     }
 
-    /// Counts one launch sent straight to the vendor (`claimed`: under the direct budget).
-    pub fn add_direct(&mut self, kernel: &str, priority: &str, claimed: bool) {
+    /// Counts one launch sent straight to the vendor (`claimed`: under the direct budget;
+    /// `recorded`: by a kernel object that records its argument values).
+    pub fn add_direct(&mut self, kernel: &str, priority: &str, claimed: bool, recorded: bool) {
         let key = (kernel.to_string(), priority.to_string());
         let s = self.kernels.entry(key).or_default();
         s.direct += 1;
         s.direct_claimed += u64::from(claimed);
+        s.direct_recorded += u64::from(recorded);
     }
 
     /// The totals of `kernel` at `priority`.
@@ -116,6 +122,7 @@ impl ProfileTable {
                 "max_piece_ns": s.max_piece_ns,
                 "direct": s.direct,
                 "direct_claimed": s.direct_claimed,
+                "direct_recorded": s.direct_recorded,
                 "pid": pid,
                 "exe": exe,
             });
@@ -167,14 +174,14 @@ pub fn launch(kernel: &str, priority: &dyn std::fmt::Display, l: Launch) {
 }
 
 /// Counts one launch of `kernel` at `priority` sent straight to the vendor (`claimed`:
-/// under the direct budget).
-pub fn direct(kernel: &str, priority: &dyn std::fmt::Display, claimed: bool) {
+/// under the direct budget; `recorded`: by a kernel object that records its arguments).
+pub fn direct(kernel: &str, priority: &dyn std::fmt::Display, claimed: bool, recorded: bool) {
     if !enabled() {
         return;
     }
     let mut table = TABLE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, t)) = table.as_mut() {
-        t.add_direct(kernel, &priority.to_string(), claimed);
+        t.add_direct(kernel, &priority.to_string(), claimed, recorded);
     }
 }
 
@@ -225,10 +232,11 @@ mod tests {
                 not_asked: 1,
                 direct: 0,
                 direct_claimed: 0,
+                direct_recorded: 0,
             })
         );
-        t.add_direct("mandel", "low", true);
-        t.add_direct("mandel", "low", false);
+        t.add_direct("mandel", "low", true, false);
+        t.add_direct("mandel", "low", false, true);
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profile.jsonl");
         append(&path, &t.take_lines(9, "app")).unwrap();
@@ -256,8 +264,12 @@ mod tests {
         assert_eq!(low["mean_piece_ns"], 1000);
         assert_eq!(low["max_piece_ns"], 1500);
         assert_eq!(
-            (low["direct"].as_u64(), low["direct_claimed"].as_u64()),
-            (Some(2), Some(1))
+            (
+                low["direct"].as_u64(),
+                low["direct_claimed"].as_u64(),
+                low["direct_recorded"].as_u64()
+            ),
+            (Some(2), Some(1), Some(1))
         );
         assert_eq!(low["pid"], 9);
         assert_eq!(lines[2]["kernel"], "vadd");

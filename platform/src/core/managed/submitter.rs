@@ -629,7 +629,9 @@ impl Submitter {
     /// at once (nothing else would flush it: the application waits on a user event).
     /// `cut`: the piece is a slice (or the rest after slices), launched with the slicing
     /// block as its local size where that is one (`Launch::unit_is_local`); a launch sent
-    /// whole goes with the application's own local size.
+    /// whole goes with the application's own local size. `own_event`: the piece gets a
+    /// vendor event of its own, which tracks it (else a barrier's after it does; see
+    /// `completion`).
     fn enqueue_piece(
         &mut self,
         l: &Launch,
@@ -637,6 +639,7 @@ impl Submitter {
         size: &[usize; 3],
         cut: bool,
         waits: &[cl_event],
+        own_event: bool,
     ) -> Result<cl_event, cl_int> {
         let local = if cut && l.unit_is_local {
             l.unit.as_ptr()
@@ -645,7 +648,7 @@ impl Submitter {
         };
         let vt = self.vt();
         let h = self.m.inner.h;
-        let tracked = super::completion::tracked(vt, h, l.own_event, |out| {
+        let tracked = super::completion::tracked(vt, h, own_event, |out| {
             match vt.clEnqueueNDRangeKernel {
                 // SAFETY: the vendor's enqueue on its own queue and our private kernel
                 // clone; the size arrays outlive the call.
@@ -691,7 +694,14 @@ impl Submitter {
         // the grant we hold, submits it. It goes whole, holding nothing.
         if pending {
             tracing::debug!(kernel = %l.name, "launch not ready: sent whole, holding nothing");
-            let ev = self.enqueue_piece(l, whole_offset, &l.global, false, waits)?;
+            // With an event of its own, which the layer holds until the launch ends: its
+            // dependency may yet fail, and PoCL 3.1, passing a failure on to a command
+            // whose event only it still references, frees that event and then locks it
+            // (`pocl_update_event_failed`): the CTS's `userevents` aborted so in 3-4 of
+            // 20 runs under load when such a launch was tracked by a barrier after it
+            // (enqueued with no event). Unready launches are rare; the hand-over a
+            // launch's own event costs on a GPU (`completion`) is paid only by them.
+            let ev = self.enqueue_piece(l, whole_offset, &l.global, false, waits, true)?;
             self.m.note_unready(ev);
             if let Some(d) = d {
                 self.last_piece(d, ev, waits);
@@ -746,7 +756,8 @@ impl Submitter {
                     .is_some_and(|e| e.skip_slicing());
             if long_wave || futile {
                 tracing::debug!(kernel = %l.name, wave_ns, long_wave, "slicing cannot beat the driver: not sliced, not held");
-                let ev = self.enqueue_piece(l, whole_offset, &l.global, false, waits)?;
+                let ev =
+                    self.enqueue_piece(l, whole_offset, &l.global, false, waits, l.own_event)?;
                 if let Some(d) = d {
                     d.piece(ev);
                     complete_on(d, ev);
@@ -876,7 +887,14 @@ impl Submitter {
                 whole_offset
             };
             let waits = if first { waits } else { &[] };
-            let ev = match self.enqueue_piece(l, offset_ptr, &size, sliced || started, waits) {
+            let ev = match self.enqueue_piece(
+                l,
+                offset_ptr,
+                &size,
+                sliced || started,
+                waits,
+                l.own_event,
+            ) {
                 Ok(ev) => ev,
                 Err(rc) => {
                     if let (Some(t), Some(c)) = (token, self.m.client.as_ref()) {

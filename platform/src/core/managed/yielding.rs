@@ -202,6 +202,27 @@ pub struct YieldLaunch {
     pub new_variant: bool,
 }
 
+/// Notes what a planned launch of kernel class `class` on `m`'s device is predicted to
+/// take (`pred`; `None`: not known yet), for its next kernel objects: while its launches
+/// look too short to yield (under half the least worth it, so that one a little longer
+/// than the last still records), objects made meanwhile record no argument values
+/// ([`KernelClass::records_for_new`](crate::core::objects::KernelClass::records_for_new)).
+/// A short prediction is trusted even from a cold model: a kernel's first launch only
+/// overstates its cost. `chaos` makes short launches yield too, so there every object
+/// records. One store only when the verdict changes.
+pub fn note_prediction(m: &Managed, class: &crate::core::objects::KernelClass, pred: Option<u64>) {
+    let min = if m.gpu {
+        MIN_YIELD_GPU_NS
+    } else {
+        MIN_YIELD_NS
+    };
+    let short =
+        pred.is_some_and(|p| p < min / 2) && config::config().sched.yielding != YieldMode::Chaos;
+    if class.seems_short.load(Ordering::Relaxed) != short {
+        class.seems_short.store(short, Ordering::Relaxed);
+    }
+}
+
 /// The yielding form of launch `geo` of `k`, when it can have one (see the module's
 /// comment); `pred` is its predicted device time, if known.
 pub fn prepare(
