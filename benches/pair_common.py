@@ -123,31 +123,31 @@ def serve(request, gap_ms, duration, seed=11, slot=None):
     return lat, at
 
 
-def slot_rate(done_at, slot):
-    """An LP's rate (units per second) in its slots' measured parts: the intervals between
-    consecutive completions that both lie in the measured part of one slot, counted ÷ their
-    total length. Its pieces that spill into the other pair's slot, and the other pair's
-    that spill into its own, fall outside. None with no such interval."""
-    slot = Slot(slot)
-    n, total = 0, 0.0
-    for a, b in zip(done_at, done_at[1:]):
-        if slot.active(a) and slot.active(b) and slot.span(a) == slot.span(b):
-            n += 1
-            total += b - a
-    return n / total if n else None
-
-
-def period_rates(done_at, slot):
-    """An LP's rate in each of its slots' measured parts, by period (`Slot.span`): the
-    intervals between consecutive completions inside one measured part, counted ÷ their
-    length."""
+def _turn_intervals(done_at, slot):
+    """The intervals between consecutive completions of an LP that both lie in the
+    measured part of one of its slots (`Slot.active`), by period (`Slot.span`): {period:
+    (count, total seconds)}. Its pieces that spill into the other pair's slot, and the
+    other pair's that spill into its own, fall outside."""
     slot = Slot(slot)
     per = {}
     for a, b in zip(done_at, done_at[1:]):
         if slot.active(a) and slot.active(b) and slot.span(a) == slot.span(b):
             n, total = per.get(slot.span(a), (0, 0.0))
             per[slot.span(a)] = (n + 1, total + b - a)
-    return {k: n / total for k, (n, total) in per.items()}
+    return per
+
+
+def slot_rate(done_at, slot):
+    """An LP's rate (units per second) in its slots' measured parts: the intervals counted
+    ÷ their total length (`_turn_intervals`). None with no such interval."""
+    per = _turn_intervals(done_at, slot).values()
+    n, total = sum(p[0] for p in per), sum(p[1] for p in per)
+    return n / total if n else None
+
+
+def period_rates(done_at, slot):
+    """An LP's rate in each of its slots' measured parts, by period."""
+    return {k: n / total for k, (n, total) in _turn_intervals(done_at, slot).items()}
 
 
 def paired_ratios(base, other):

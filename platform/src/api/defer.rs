@@ -65,12 +65,7 @@ pub fn deferring_launch<'q>(
 #[inline]
 pub fn count_direct(m: &Managed, k: &Kernel, claimed: bool) {
     if crate::trace::profile::enabled() {
-        crate::trace::profile::direct(
-            &k.class.name,
-            &m.priority,
-            claimed,
-            k.records && k.class.records_args(),
-        );
+        crate::trace::profile::direct(&k.class.name, &m.priority, claimed, k.records_args());
     }
     if crate::trace::enabled() {
         crate::trace::direct(&m.label, &k.class.name, crate::trace::now_ns(), claimed);

@@ -485,7 +485,7 @@ impl Recorded {
     /// The value to record for `k`'s argument, if the object records them and its class
     /// may still yield (a kernel that cannot pays a field read or one relaxed load).
     fn of(k: &Kernel, size: usize, value: *const c_void) -> Option<Recorded> {
-        (k.records && k.class.records_args()).then_some(Recorded { size, value })
+        k.records_args().then_some(Recorded { size, value })
     }
 }
 

@@ -249,6 +249,12 @@ impl Kernel {
     pub fn hidden(&self) -> Option<cl_uint> {
         self.class.hidden
     }
+
+    /// Whether `clSetKernelArg` records this object's argument values now: it was made to
+    /// record ([`Kernel::records`]) and its class may still yield.
+    pub fn records_args(&self) -> bool {
+        self.records && self.class.records_args()
+    }
 }
 
 /// A kernel object's arguments (see [`Kernel::args`]).
