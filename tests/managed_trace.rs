@@ -647,6 +647,20 @@ fn blocking_transfers_beside_a_yielding_run_wait_apart() {
         waits.iter().all(|e| e["tid"] == waits[0]["tid"]),
         "all on queue b's track: {waits:?}"
     );
+    // The asked runs' yields, phase by phase: the word's write (without blocking, from the
+    // words `Control` keeps) and the time from it to the run's end. No higher client asked
+    // here (chaos did), so there is no request phase.
+    let phase = |name: &str| -> Vec<&Value> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == "yield" && e["name"] == name)
+            .collect()
+    };
+    let writes = phase("yield: the word's write");
+    let drains = phase("yield: written to off the device");
+    assert!(!writes.is_empty(), "no yield phases: {events:?}");
+    assert_eq!(writes.len(), drains.len(), "{writes:?} {drains:?}");
+    assert!(phase("yield: request to the write").is_empty());
 }
 
 /// A lone GPU queue cuts only a kernel's first `LEARN_ALONE` long launches into pieces

@@ -21,7 +21,7 @@ use crate::sync::Ordering;
 
 mod device;
 
-pub use device::{DeviceClaim, Handshake};
+pub use device::{DeviceClaim, Handshake, LeftDevice};
 
 /// State shared by an [`Arbiter`] and its clients.
 struct Shared {

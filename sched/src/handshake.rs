@@ -156,21 +156,26 @@ impl View<'_> {
         self.h.leave_generation.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Counts a launch of slot `me` that left the device because of a yield request, with
-    /// its latency from the latest request when one came while it was on the device (its
-    /// epoch moved past `entry_epoch`). Returns that latency, if measured.
-    pub fn record_yield(&self, me: usize, entry_epoch: u32, now: u64) -> Option<u64> {
+    /// The latency from the latest yield request to `now` for a launch of slot `me` that
+    /// entered at `entry_epoch`, if a request came while it was on the device. Counts
+    /// nothing: read when the launch leaves, counted by [`View::count_yield`] once the
+    /// launch knows it stopped early.
+    pub fn yield_latency(&self, me: usize, entry_epoch: u32, now: u64) -> Option<u64> {
         let s = &self.slots[me];
-        s.yields_done.fetch_add(1, Ordering::Relaxed);
         if s.yield_epoch.load(Ordering::Acquire) == entry_epoch {
             return None;
         }
         let asked = s.yield_request_ns.load(Ordering::Relaxed);
-        if asked != 0 && asked <= now {
-            s.yield_hist[hist_bucket(now - asked)].fetch_add(1, Ordering::Relaxed);
-            return Some(now - asked);
+        (asked != 0 && asked <= now).then(|| now - asked)
+    }
+
+    /// Counts a yield of slot `me`, with its latency when measured ([`View::yield_latency`]).
+    pub fn count_yield(&self, me: usize, latency: Option<u64>) {
+        let s = &self.slots[me];
+        s.yields_done.fetch_add(1, Ordering::Relaxed);
+        if let Some(l) = latency {
+            s.yield_hist[hist_bucket(l)].fetch_add(1, Ordering::Relaxed);
         }
-        None
     }
 
     /// The fast check of a higher client: is any strictly lower client on the device? A
@@ -309,7 +314,13 @@ mod tests {
         assert!(!v.all_off(&r));
         v.set_handshake_waiting(0, true);
         assert!(v.leave_device(1, LO, 0, 80_030), "the waiter must be woken");
-        assert_eq!(v.record_yield(1, epoch, 80_030), Some(80_000));
+        assert_eq!(v.yield_latency(1, epoch, 80_030), Some(80_000));
+        assert_eq!(
+            t.slots[1].yields_done.load(Ordering::Relaxed),
+            0,
+            "not counted yet"
+        );
+        v.count_yield(1, Some(80_000));
         v.set_handshake_waiting(0, false);
         assert!(v.all_off(&r));
         assert!(!v.lower_on_device(0, HI));

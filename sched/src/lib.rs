@@ -34,7 +34,9 @@
 //! * [`Grant`]: `complete(duration_ns)`, `into_token` (complete later from another
 //!   thread through [`Client::complete_token`]); dropping a grant completes it.
 //! * The yield handshake (rule 10): a lower client's [`Client::enter_device`]`(yield_ns)`
-//!   → [`DeviceClaim`] and [`Client::leave_device`]`(claim, yielded)`;
+//!   → [`DeviceClaim`] and [`Client::leave_device`]`(claim, yielded)`, or
+//!   [`Client::leave_device_now`]`(claim)` → [`LeftDevice`]`::settle(yielded)` when
+//!   whether it yielded is known only later;
 //!   [`Client::yield_request_epoch`]; a higher client's
 //!   [`Client::claim_device`]`(cap)` → [`Handshake`]; the watcher's
 //!   [`Arbiter::yield_generation`] and [`Arbiter::wait_yield_generation`]; leases:
@@ -98,7 +100,7 @@ pub use priority::{Level, Priority, LEVELS};
 #[cfg(not(loom))]
 pub use client::{
     ActivityMark, Arbiter, Client, ClientInfo, DeviceClaim, Grant, GrantToken, Handshake,
-    PolicyParams,
+    LeftDevice, PolicyParams,
 };
 #[cfg(not(loom))]
 pub use liveness::{now_ns as monotonic_ns, process_alive, process_start_time};

@@ -389,6 +389,7 @@ mod loom_tests {
                     max_inflight: 1,
                     share_every: 0,
                     linger_ns: 0,
+                    lease_ns: 1_000_000_000,
                 },
             );
             t.view().claim_as(0, Priority::LOW, true, |_| {});

@@ -30,7 +30,10 @@ fn child_main() {
         // A lower client with yielding launches: goes on the device whenever nothing
         // higher wants it, and leaves when asked (as its watcher would make it), with a
         // heartbeat while it waits. `SP_YIELD_NS=none`: its launches cannot yield.
+        // `SP_SETTLE_MS`: it leaves first and says it yielded that long after (as a
+        // yielding launch does once it has read its ticket).
         "lp" => {
+            let settle = env("SP_SETTLE_MS").and_then(|v| v.parse().ok());
             let c = role.register();
             let bound = match env("SP_YIELD_NS").as_deref() {
                 Some("none") => None,
@@ -54,7 +57,16 @@ fn child_main() {
                     }
                     arb.wait_yield_generation(seen, arb.heartbeat_interval());
                 }
-                c.leave_device(claim, true);
+                match settle {
+                    Some(ms) => {
+                        let left = c.leave_device_now(claim);
+                        std::thread::sleep(Duration::from_millis(ms));
+                        left.settle(true);
+                    }
+                    None => {
+                        c.leave_device(claim, true);
+                    }
+                }
             }
         }
         // Demands the device, then shows no sign of life (the test stops it).
@@ -75,13 +87,11 @@ fn open(dir: &TestDir, lease: Duration) -> Arbiter {
 }
 
 fn lp(d: &TestDir, pri: &str, label: &str, yield_ns: &str) -> Kid {
-    let k = spawn(
-        d,
-        "lp",
-        pri,
-        label,
-        &[("SP_YIELD_NS", yield_ns.to_string())],
-    );
+    lp_with(d, pri, label, &[("SP_YIELD_NS", yield_ns.to_string())])
+}
+
+fn lp_with(d: &TestDir, pri: &str, label: &str, env: &[(&str, String)]) -> Kid {
+    let k = spawn(d, "lp", pri, label, env);
     eventually("lower client ready", LIVENESS, || {
         d.0.join(format!("{label}.ready")).exists()
     });
@@ -143,6 +153,43 @@ fn hp_waits_for_a_lower_client_that_leaves_when_asked() {
     assert_eq!(l.yield_hist.iter().sum::<u64>(), rounds);
     assert!(l.yield_p50_ns.is_some() && l.yield_p99_ns >= l.yield_p50_ns);
     assert_eq!(l.yield_epoch as u64, rounds);
+}
+
+/// A lower launch that leaves the device before it knows whether it yielded (a yielding
+/// launch reads its ticket after leaving) frees the waiting HP at its leave, and its
+/// yield is counted when it settles. The HP here spins for its whole bound, as on a GPU.
+#[test]
+fn hp_goes_on_at_the_leave_and_the_yield_counts_at_the_settle() {
+    let d = TestDir::new("hs-settle");
+    let arb = open(&d, Duration::from_secs(30));
+    let _lp = lp_with(
+        &d,
+        "low",
+        "lp",
+        &[
+            ("SP_YIELD_NS", NEVER.as_nanos().to_string()),
+            ("SP_SETTLE_MS", "3000".into()),
+        ],
+    );
+    let hp = arb
+        .register(ClientInfo::new(Priority::HIGH).with_label("hp"))
+        .unwrap();
+    on_device(&arb, "lp");
+    let hs = hp.claim_device_spinning(NEVER, NEVER);
+    assert_eq!(hs.lower_on_device, 1, "{hs:?}");
+    assert!(!hs.expired, "the lower client did not leave: {hs:?}");
+    // Its settle comes 3 s after its leave: the HP went on at the leave.
+    assert_eq!(
+        stats(&arb, "lp").yields_done,
+        0,
+        "counted before it settled"
+    );
+    hp.idle();
+    eventually("the yield is counted once settled", LIVENESS, || {
+        stats(&arb, "lp").yields_done == 1
+    });
+    let l = stats(&arb, "lp");
+    assert_eq!(l.yield_hist.iter().sum::<u64>(), 1, "{l:?}");
 }
 
 /// Alone, or with nobody lower on the device, the HP does not wait.

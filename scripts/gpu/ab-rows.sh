@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds of the library side by side on the GPU machine: the preemption benchmark's rows
-# (ROWS, default "compute memory gemm") at the defaults, builds alternating per row, REPS
+# (ROWS, default "compute memory gemm") at the defaults, DURATION s a mode (default 3), builds alternating per row, REPS
 # times, so a machine's drift hits all alike. LIBS names the builds (default "A B"): carry
 # carry/bin/libsoftpreempt-NAME.so for each ("-" is carry/bin/libsoftpreempt.so), and
 # carry/bin/preempt. MODES: the benchmark's modes (default hp-alone,corun-bare,corun-sp);
@@ -21,7 +21,7 @@ for i in $(seq "${REPS:-2}"); do
       SOFTPREEMPT_TRACE=$t SOFTPREEMPT_LIB=$lib timeout 120 carry/bin/preempt $flags \
         --lp-ms 50 --hp-us 450 --hp-burst 1 --gap-ms 20 \
         --modes "${MODES:-hp-alone,corun-bare,corun-sp}" \
-        --duration 3 --label "$name-$v" --json "$R/$name-$v-$i.json" > "$R/$name-$v-$i.txt" 2>&1
+        --duration "${DURATION:-3}" --label "$name-$v" --json "$R/$name-$v-$i.json" > "$R/$name-$v-$i.txt" 2>&1
       echo "== $name $v $i rc=$?"; grep -E "^(hp-alone|corun)" "$R/$name-$v-$i.txt"
     done
   done

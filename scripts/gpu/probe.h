@@ -104,4 +104,30 @@ static inline void *reader(void *arg) {
   CHECK(clReleaseCommandQueue(q));
   return NULL;
 }
+// The first GPU of the first platform, a context on it and two queues of that context.
+static inline void probe_gpu(cl_device_id *dev, cl_context *ctx, cl_command_queue *q,
+                             cl_command_queue *side) {
+  cl_platform_id plat;
+  cl_int err;
+  CHECK(clGetPlatformIDs(1, &plat, NULL));
+  CHECK(clGetDeviceIDs(plat, CL_DEVICE_TYPE_GPU, 1, dev, NULL));
+  *ctx = clCreateContext(NULL, 1, dev, NULL, NULL, &err);
+  CHECK(err);
+  *q = clCreateCommandQueueWithProperties(*ctx, *dev, NULL, &err);
+  CHECK(err);
+  *side = clCreateCommandQueueWithProperties(*ctx, *dev, NULL, &err);
+  CHECK(err);
+}
+
+static inline int probe_cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+// Prints p50, p90 and p99 of `n` samples in µs (sorts them).
+static inline void probe_pct(const char *what, double *v, int n) {
+  qsort(v, n, sizeof *v, probe_cmp);
+  printf("  %-44s p50 %7.1f  p90 %7.1f  p99 %7.1f us (n=%d)\n", what, v[n / 2], v[n * 9 / 10],
+         v[n * 99 / 100], n);
+}
 #endif

@@ -460,9 +460,11 @@ controls! {
     [trace] TraceConfig {
         /// Directory for timeline traces: every process writes
         /// `softpreempt-<pid>.json` there (Chrome trace event format, with its
-        /// slices, grants, waits, preemptions, yield handshakes, launches sent
-        /// straight to the vendor and the application's waits for a queue's
-        /// deferred commands to reach it). Join them into one timeline
+        /// slices, grants, waits, preemptions, yield handshakes, the phases of
+        /// each yield (request, the yield word's write, until the launch was off
+        /// the device), launches sent straight to the vendor and the
+        /// application's waits for a queue's deferred commands to reach it).
+        /// Join them into one timeline
         /// for Perfetto with `softpreempt trace merge DIR -o FILE`. Unset: no
         /// trace.
         dir: Option<PathBuf> = None, expect "a directory path",

@@ -114,9 +114,11 @@ impl ClaimOwner {
         self.lock().closed = true;
     }
 
-    /// Leaves claim `id`; returns the yield latency when it `yielded` to a request that
-    /// came while it was on the device.
-    fn leave(&self, id: u64, entry_epoch: u32, yielded: bool) -> Option<u64> {
+    /// Leaves claim `id` now (its slot's on-device count and bound change, and waiting
+    /// higher clients are woken); returns the latency from the latest yield request, if one
+    /// came while it was on the device, for [`LeftDevice::settle`] to count. `None` when
+    /// the client has unregistered.
+    fn leave(&self, id: u64, entry_epoch: u32) -> Option<Option<u64>> {
         let mut l = self.lock();
         if l.closed {
             return None;
@@ -125,18 +127,48 @@ impl ClaimOwner {
         let bound = l.bound();
         let v = self.shared.view();
         let now = liveness::now_ns();
-        let latency = if yielded {
-            v.record_yield(self.slot, entry_epoch, now)
-        } else {
-            None
-        };
+        let latency = v.yield_latency(self.slot, entry_epoch, now);
         let wake = v.leave_device(self.slot, self.pri, bound, now);
         drop(l);
         if wake {
             v.notify_leave();
             futex::wake_all(&v.h.leave_generation);
         }
-        latency
+        Some(latency)
+    }
+
+    /// Counts a yield of this client (unless it unregistered meanwhile).
+    fn count_yield(&self, latency: Option<u64>) {
+        let l = self.lock();
+        if !l.closed {
+            self.shared.view().count_yield(self.slot, latency);
+        }
+    }
+}
+
+/// A launch that has left the device but does not know yet whether it stopped early (a
+/// yielding launch learns that from its ticket, which takes a read from the device: done
+/// after leaving, so that the higher client waiting for it does not wait for the read).
+/// [`LeftDevice::settle`] counts it; dropped unsettled, it counts as completed.
+#[must_use = "settle says whether the launch yielded"]
+pub struct LeftDevice {
+    owner: Arc<ClaimOwner>,
+    /// `None`: the client had unregistered.
+    latency: Option<Option<u64>>,
+}
+
+impl LeftDevice {
+    /// The launch stopped at a yield request (`yielded`: counted, with its latency from
+    /// the latest request to its leave in the yield-latency histogram) or completed.
+    /// Returns that latency when it was measured and it yielded.
+    pub fn settle(self, yielded: bool) -> Option<u64> {
+        let latency = self.latency?;
+        if yielded {
+            self.owner.count_yield(latency);
+            latency
+        } else {
+            None
+        }
     }
 }
 
@@ -150,7 +182,6 @@ pub struct DeviceClaim {
     entry_epoch: u32,
     preempted: bool,
     yield_ns: Option<u64>,
-    yielded: bool,
     /// Left already (by [`Client::leave_device`]): the drop has nothing to do.
     left: bool,
 }
@@ -201,7 +232,7 @@ impl DeviceClaim {
 impl Drop for DeviceClaim {
     fn drop(&mut self) {
         if !self.left {
-            self.owner.leave(self.id, self.entry_epoch, self.yielded);
+            self.owner.leave(self.id, self.entry_epoch);
         }
     }
 }
@@ -230,7 +261,6 @@ impl Client {
             entry_epoch,
             preempted,
             yield_ns,
-            yielded: false,
             left: false,
         }
     }
@@ -240,9 +270,19 @@ impl Client {
     /// the latest request to now in the yield-latency histogram). Returns that latency
     /// when it was measured: what a higher client really waited for this launch, which
     /// its next claims should publish as their bound.
-    pub fn leave_device(&self, mut claim: DeviceClaim, yielded: bool) -> Option<u64> {
+    pub fn leave_device(&self, claim: DeviceClaim, yielded: bool) -> Option<u64> {
+        self.leave_device_now(claim).settle(yielded)
+    }
+
+    /// Lower side: the launch of `claim` is off the device, and whether it stopped at a
+    /// yield request is not known yet: higher clients waiting for it go on now, and
+    /// [`LeftDevice::settle`] counts it once that is known (the latency measured to now).
+    pub fn leave_device_now(&self, mut claim: DeviceClaim) -> LeftDevice {
         claim.left = true;
-        claim.owner.leave(claim.id, claim.entry_epoch, yielded)
+        LeftDevice {
+            owner: claim.owner.clone(),
+            latency: claim.owner.leave(claim.id, claim.entry_epoch),
+        }
     }
 
     /// The yield-request epoch addressed to this client; higher clients bump it. The
@@ -250,6 +290,13 @@ impl Client {
     pub fn yield_request_epoch(&self) -> u32 {
         self.shared.view().slots[self.slot]
             .yield_epoch
+            .load(Ordering::Acquire)
+    }
+
+    /// When the latest yield request to this client was made (`monotonic_ns`; 0 if none).
+    pub fn yield_request_ns(&self) -> u64 {
+        self.shared.view().slots[self.slot]
+            .yield_request_ns
             .load(Ordering::Acquire)
     }
 
@@ -276,6 +323,17 @@ impl Client {
     /// waited 0, when no lower client is on the device (a few atomic loads). Claims that
     /// cannot yield and claims whose lease lapsed are not waited for.
     pub fn claim_device(&self, cap: Duration) -> Handshake {
+        self.claim_device_spinning(cap, Duration::from_nanos(SPIN_NS))
+    }
+
+    /// [`Client::claim_device`], spinning for up to `spin` before it futex-waits. A futex
+    /// wait ends late: the wake that a leaving client sends reaches a sleeping thread
+    /// tens of µs after it, and a wait that times out at the bound sleeps on past it by
+    /// up to the thread's timer slack (50 µs by default). Where the device is not the
+    /// host's cores (a GPU), the higher client spins for its whole bound, so that it
+    /// submits as soon as the lower launches are off; on a CPU device spinning would take
+    /// a core from the very threads it waits for.
+    pub fn claim_device_spinning(&self, cap: Duration, spin: Duration) -> Handshake {
         let v = self.shared.view();
         if !v.has_demand(self.slot, self.pri) {
             self.announce_demand();
@@ -300,7 +358,8 @@ impl Client {
         if r.count > 0 && r.bound_ns > 0 {
             let cap_ns = cap.as_nanos().min(u64::MAX as u128) as u64;
             let deadline = start.saturating_add(cap_ns.min(r.bound_ns));
-            let spin_until = start.saturating_add(SPIN_NS).min(deadline);
+            let spin_ns = spin.as_nanos().min(u64::MAX as u128) as u64;
+            let spin_until = start.saturating_add(spin_ns).min(deadline);
             self.device.handshake_waiting(true);
             let mut now = start;
             loop {

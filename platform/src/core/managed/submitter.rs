@@ -1089,11 +1089,24 @@ impl Submitter {
                     // SAFETY: the vendor's own queue.
                     unsafe { f(self.m.inner.h) };
                 }
-                wait_event(vt, ev);
+                yielding::wait_run(vt, ev, &running, l.gpu);
             }
-            let took = monotonic_ns().saturating_sub(started);
+            let off_ns = monotonic_ns();
+            let took = off_ns.saturating_sub(started);
             let asked = running.asked();
-            let claim = yielding::finish(&self.m, &running);
+            if asked && crate::trace::enabled() {
+                if let Some(c) = self.m.client.as_ref() {
+                    let (write, written) = running.write_ns();
+                    let request = c.yield_request_ns();
+                    crate::trace::yield_phases(&self.m.label, request, write, written, off_ns);
+                }
+            }
+            // Off the device before the ticket is read: a higher client waits for exactly
+            // this, and the read is a round trip through the second queue (20-120 µs on
+            // an H100, docs/benchmarks.md) that it need not wait for.
+            let left = yielding::finish(&self.m, &running)
+                .zip(self.m.client.as_ref())
+                .map(|(claim, c)| c.leave_device_now(claim));
             // Asked to stop: the ticket says how far it got. Not asked: it ran to the end.
             let read_ns = monotonic_ns();
             let ticket = if asked { ctl.ticket() } else { None };
@@ -1101,8 +1114,8 @@ impl Submitter {
             let done = rc != CL_SUCCESS
                 || ticket.is_none_or(|t| u64::from(t.wrapping_sub(base)) >= y.total);
             tracing::debug!(kernel = %l.name, grant_wait_ns = granted_ns - asked_ns, read_ns, ?yield_ns, base, ?ticket, total = y.total, persistent = y.persistent, chunk, asked, done, took, "yielding run");
-            if let (Some(c), Some(claim)) = (self.m.client.as_ref(), claim) {
-                c.leave_device(claim, !done);
+            if let Some(left) = left {
+                let _ = left.settle(!done);
             }
             if let (Some(t), Some(c)) = (token, self.m.client.as_ref()) {
                 c.complete_token(t, took);

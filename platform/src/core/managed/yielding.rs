@@ -354,9 +354,20 @@ pub struct Control {
 enum Words {
     /// Fine-grained SVM with atomics: host and kernel share the words while it runs.
     Svm(*mut AtomicU32),
-    /// A device buffer and the second queue its yield word is written through.
-    Buffer { mem: cl_mem, side: cl_command_queue },
+    /// A device buffer and the second queue its yield word is written through, without
+    /// blocking, from `sent` (see [`Control::request_yield`]).
+    Buffer {
+        mem: cl_mem,
+        side: cl_command_queue,
+        sent: Box<[AtomicU32; SENT]>,
+    },
 }
+
+/// Host words a non-blocking yield-word write reads from, one per epoch modulo this: a
+/// write reads its word until it completes, and the word is not reused for `SENT` more
+/// epochs (one run each, and an asked run reads its ticket on the same in-order queue
+/// before its queue's next run, so its write completed long before).
+const SENT: usize = 8;
 
 // SAFETY: vendor handles (usable from any thread) and SVM memory shared by definition.
 unsafe impl Send for Control {}
@@ -433,7 +444,11 @@ impl Control {
                 }
                 return None;
             }
-            Words::Buffer { mem, side }
+            Words::Buffer {
+                mem,
+                side,
+                sent: Box::new(Default::default()),
+            }
         };
         Some(Control {
             ctx,
@@ -474,30 +489,42 @@ impl Control {
     }
 
     /// Asks the run of `epoch` to stop at its next group boundary.
+    ///
+    /// A buffer's word is written without blocking and flushed: a blocking write returned
+    /// 50-100 µs after it began on an H100 (the trace's yield phases, the preemption
+    /// benchmark's compute row), and the watcher has nothing to wait for: the kernel sees
+    /// the word when it lands, and the launch's end is what the submitter waits for.
     pub fn request_yield(&self, epoch: u32) {
         match &self.words {
             // SAFETY: a word of our allocation, alive as long as `self`; fine-grained SVM
             // with atomics may be accessed by host and kernel at once.
             Words::Svm(p) => unsafe { &*p.add(YIELD_WORD) }.store(epoch, Ordering::SeqCst),
-            Words::Buffer { mem, side } => {
-                let Some(f) = self.ctx.vt.clEnqueueWriteBuffer else {
+            Words::Buffer { mem, side, sent } => {
+                let (Some(write), Some(flush)) =
+                    (self.ctx.vt.clEnqueueWriteBuffer, self.ctx.vt.clFlush)
+                else {
                     return;
                 };
-                // SAFETY: a blocking write of one word from `epoch` into our buffer, on
-                // our second queue.
+                let word = &sent[epoch as usize % SENT];
+                word.store(epoch, Ordering::Release);
+                // SAFETY: a non-blocking write of one word into our buffer, on our second
+                // queue, from `word`, which lives as long as `self` (whose drop finishes
+                // the queue first) and is not written again before this write completed
+                // (see `SENT`).
                 unsafe {
-                    f(
+                    write(
                         *side,
                         *mem,
-                        CL_TRUE,
+                        CL_FALSE,
                         YIELD_WORD * 4,
                         4,
-                        &epoch as *const u32 as *const c_void,
+                        word.as_ptr() as *const c_void,
                         0,
                         std::ptr::null(),
                         std::ptr::null_mut(),
-                    )
-                };
+                    );
+                    flush(*side);
+                }
             }
         }
     }
@@ -507,7 +534,7 @@ impl Control {
         match &self.words {
             // SAFETY: as in `request_yield`.
             Words::Svm(p) => Some(unsafe { &*p.add(TICKET) }.load(Ordering::SeqCst)),
-            Words::Buffer { mem, side } => {
+            Words::Buffer { mem, side, .. } => {
                 let f = self.ctx.vt.clEnqueueReadBuffer?;
                 let mut v = 0u32;
                 // SAFETY: a blocking read of one word into `v`, on our second queue (the
@@ -541,8 +568,9 @@ impl Drop for Control {
                     unsafe { f(self.ctx.h, *p as *mut c_void) };
                 }
             }
-            Words::Buffer { mem, side } => {
-                // SAFETY: our buffer and queue, released once.
+            Words::Buffer { mem, side, .. } => {
+                // SAFETY: our buffer and queue, released once (the queue finished first:
+                // a write from `sent` may still be in flight).
                 unsafe {
                     if let Some(f) = vt.clFinish {
                         f(*side);
@@ -611,6 +639,9 @@ pub struct Running {
     claim: Mutex<Option<DeviceClaim>>,
     /// The yield word was written for this run.
     asked: AtomicBool,
+    /// When the yield word's write began and returned (`monotonic_ns`; 0 until asked):
+    /// the trace's yield phases.
+    write_ns: [AtomicU64; 2],
     /// `yielding = "chaos"`: when to ask anyway (`monotonic_ns`).
     chaos_at: Option<u64>,
     /// Counted in [`VENDOR_WORD_RUNS`]: until [`finish`], or until dropped if it never
@@ -646,11 +677,26 @@ impl Running {
             .is_some_and(|c| c.yield_requested())
     }
 
+    /// Whether the run should be asked now: its client was asked to yield, or its chaos
+    /// moment (`yielding = "chaos"`) is due at `now_ns`.
+    fn due(&self, now_ns: u64) -> bool {
+        self.requested() || self.chaos_at.is_some_and(|t| t <= now_ns)
+    }
+
     /// Stops the run at its next group boundary (once).
     pub fn ask(&self) {
         if !self.asked.swap(true, Ordering::AcqRel) {
+            self.write_ns[0].store(softpreempt_sched::monotonic_ns(), Ordering::Relaxed);
             self.control.request_yield(self.epoch);
+            self.write_ns[1].store(softpreempt_sched::monotonic_ns(), Ordering::Release);
         }
+    }
+
+    /// When the yield word's write began and returned (0 if it was not asked, or its
+    /// write has not returned yet).
+    pub fn write_ns(&self) -> (u64, u64) {
+        let end = self.write_ns[1].load(Ordering::Acquire);
+        (self.write_ns[0].load(Ordering::Relaxed), end)
     }
 }
 
@@ -715,6 +761,7 @@ pub fn start(
         epoch,
         claim: Mutex::new(claim),
         asked: AtomicBool::new(false),
+        write_ns: Default::default(),
         // Half the runs are asked at once, the others at a random moment within 2 ms:
         // runs on a CPU device are often far shorter than 2 ms, and a moment drawn only
         // from that range found most of them done (a run asked before its first group
@@ -757,6 +804,52 @@ pub fn start(
     r
 }
 
+/// Waits until the run's launch (vendor event `ev`, flushed) has ended.
+///
+/// On a GPU the waiting thread polls the event and, between polls, asks the run to stop
+/// itself once it is due ([`Running::ask`]), so a yield request does not wait for the
+/// watcher. NVIDIA's `clWaitForEvents` spins on a core anyway (all of a 20 ms wait's time
+/// on an H100, `scripts/gpu/waitcpu.c`), so polling costs no more. On an H100 the watcher's
+/// wake took 50 µs (median) from the request to the write, and its write, beside this
+/// thread's wait, another 50 µs to return (the trace's yield phases, the preemption
+/// benchmark's rows): about as long as the rest of a yield of short groups. (Other GPU
+/// drivers' waits may sleep; there the poll costs a core for the run's length, which is
+/// not measured.) A CPU
+/// device's launch needs the cores this thread would spin on: there the vendor's wait,
+/// and the watcher, ask.
+pub fn wait_run(vt: &cl_icd_dispatch, ev: cl_event, r: &Running, gpu: bool) {
+    if gpu {
+        if let Some(info) = vt.clGetEventInfo {
+            loop {
+                let mut status: cl_int = CL_QUEUED as cl_int;
+                // SAFETY: a cl_int-sized answer about a retained vendor event, into a local.
+                let rc = unsafe {
+                    info(
+                        ev,
+                        CL_EVENT_COMMAND_EXECUTION_STATUS,
+                        std::mem::size_of::<cl_int>(),
+                        &mut status as *mut cl_int as *mut c_void,
+                        std::ptr::null_mut(),
+                    )
+                };
+                // Complete (0) or failed (negative) is the end; a failed query leaves
+                // the rest to the vendor's wait.
+                if rc != CL_SUCCESS || status <= CL_COMPLETE as cl_int {
+                    break;
+                }
+                if !r.asked() && r.due(softpreempt_sched::monotonic_ns()) {
+                    r.ask();
+                }
+                std::hint::spin_loop();
+            }
+        }
+    }
+    if let Some(f) = vt.clWaitForEvents {
+        // SAFETY: one retained vendor event.
+        unsafe { f(1, &ev) };
+    }
+}
+
 /// The run has completed: the watcher forgets it; returns its claim.
 pub fn finish(m: &Managed, r: &Arc<Running>) -> Option<DeviceClaim> {
     r.off_device();
@@ -793,6 +886,16 @@ impl Watcher {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
             let mut chaos_next: Option<u64> = None;
+            // The running launches first: a higher client is waiting for them to leave,
+            // and the queues' housekeeping below (heartbeats, CPU threads) can wait
+            // for a blocking write or two.
+            for r in &running {
+                if r.due(now_ns) {
+                    r.ask();
+                } else if let Some(t) = r.chaos_at {
+                    chaos_next = Some(chaos_next.map_or(t, |c| c.min(t)));
+                }
+            }
             // A low queue moves its CPU device threads to the idle class when it next looks
             // at the arbiter, which a long launch can put off for its whole length while a
             // higher priority that just arrived shares the cores with them (and no longer
@@ -814,15 +917,6 @@ impl Watcher {
                     if let Some(c) = q.client.as_ref().filter(|_| beat) {
                         c.heartbeat();
                     }
-                }
-            }
-            for r in &running {
-                let asked_by_peer = r.requested();
-                let chaos_due = r.chaos_at.is_some_and(|t| t <= now_ns);
-                if asked_by_peer || chaos_due {
-                    r.ask();
-                } else if let Some(t) = r.chaos_at {
-                    chaos_next = Some(chaos_next.map_or(t, |c| c.min(t)));
                 }
             }
             let wait = chaos_next
