@@ -116,9 +116,10 @@ impl ClaimOwner {
 
     /// Leaves claim `id` now (its slot's on-device count and bound change, and waiting
     /// higher clients are woken); returns the latency from the latest yield request, if one
-    /// came while it was on the device, for [`LeftDevice::settle`] to count. `None` when
-    /// the client has unregistered.
-    fn leave(&self, id: u64, entry_epoch: u32) -> Option<Option<u64>> {
+    /// came while it was on the device. With `yielded` the yield is counted first, so a
+    /// higher client that the leave wakes sees it counted; else [`LeftDevice::settle`] may
+    /// count it later. `None` when the client has unregistered.
+    fn leave(&self, id: u64, entry_epoch: u32, yielded: bool) -> Option<Option<u64>> {
         let mut l = self.lock();
         if l.closed {
             return None;
@@ -128,6 +129,9 @@ impl ClaimOwner {
         let v = self.shared.view();
         let now = liveness::now_ns();
         let latency = v.yield_latency(self.slot, entry_epoch, now);
+        if yielded {
+            v.count_yield(self.slot, latency);
+        }
         let wake = v.leave_device(self.slot, self.pri, bound, now);
         drop(l);
         if wake {
@@ -232,7 +236,7 @@ impl DeviceClaim {
 impl Drop for DeviceClaim {
     fn drop(&mut self) {
         if !self.left {
-            self.owner.leave(self.id, self.entry_epoch);
+            self.owner.leave(self.id, self.entry_epoch, false);
         }
     }
 }
@@ -270,8 +274,10 @@ impl Client {
     /// the latest request to now in the yield-latency histogram). Returns that latency
     /// when it was measured: what a higher client really waited for this launch, which
     /// its next claims should publish as their bound.
-    pub fn leave_device(&self, claim: DeviceClaim, yielded: bool) -> Option<u64> {
-        self.leave_device_now(claim).settle(yielded)
+    pub fn leave_device(&self, mut claim: DeviceClaim, yielded: bool) -> Option<u64> {
+        claim.left = true;
+        let latency = claim.owner.leave(claim.id, claim.entry_epoch, yielded);
+        latency.flatten().filter(|_| yielded)
     }
 
     /// Lower side: the launch of `claim` is off the device, and whether it stopped at a
@@ -281,7 +287,7 @@ impl Client {
         claim.left = true;
         LeftDevice {
             owner: claim.owner.clone(),
-            latency: claim.owner.leave(claim.id, claim.entry_epoch),
+            latency: claim.owner.leave(claim.id, claim.entry_epoch, false),
         }
     }
 
