@@ -1094,6 +1094,13 @@ impl Submitter {
             let off_ns = monotonic_ns();
             let took = off_ns.saturating_sub(started);
             let asked = running.asked();
+            // Off the device before the ticket is read: a higher client waits for exactly
+            // this, and the read is a round trip through the second queue (20-120 µs on
+            // an H100, docs/benchmarks.md) that it need not wait for.
+            let left = yielding::finish(&self.m, &running)
+                .zip(self.m.client.as_ref())
+                .map(|(claim, c)| c.leave_device_now(claim));
+            // Traced after the leave: writing the trace is no part of what the HP waits for.
             if asked && crate::trace::enabled() {
                 if let Some(c) = self.m.client.as_ref() {
                     let (write, written) = running.write_ns();
@@ -1101,12 +1108,6 @@ impl Submitter {
                     crate::trace::yield_phases(&self.m.label, request, write, written, off_ns);
                 }
             }
-            // Off the device before the ticket is read: a higher client waits for exactly
-            // this, and the read is a round trip through the second queue (20-120 µs on
-            // an H100, docs/benchmarks.md) that it need not wait for.
-            let left = yielding::finish(&self.m, &running)
-                .zip(self.m.client.as_ref())
-                .map(|(claim, c)| c.leave_device_now(claim));
             // Asked to stop: the ticket says how far it got. Not asked: it ran to the end.
             let read_ns = monotonic_ns();
             let ticket = if asked { ctl.ticket() } else { None };
