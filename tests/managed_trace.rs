@@ -267,7 +267,8 @@ fn idle_child_role() {
 /// a yielding run asked to stop at random (`yielding = "chaos"`): while a long launch of
 /// queue `a` runs, the same thread reads from queue `b` of the same context, blocking, over
 /// and over; then once more after `a` is done. It prints how many reads overlapped the
-/// launch (`@reads N`). Each read must give the data, and the launch its results.
+/// launch (`@reads N`). Each read must give the data, and the launch its results; then
+/// twelve more launches on the queue must give theirs.
 #[test]
 fn blocking_child_role() {
     if std::env::var_os(BLOCKING_ROLE).is_none() {
@@ -341,6 +342,8 @@ fn blocking_child_role() {
     if let Some(m) = mc::check_fill(&env.read::<u32>(out, n), 0, 7, ITERS) {
         panic!("results: {m}");
     }
+    // More runs on the queue than its control keeps source words for its writes (8).
+    fill_checked(&env, k, 4096, ITERS, 12, false);
     // SAFETY: the queue this function created.
     ok(unsafe { clReleaseCommandQueue(b) });
 }
@@ -661,6 +664,11 @@ fn blocking_transfers_beside_a_yielding_run_wait_apart() {
     assert!(!writes.is_empty(), "no yield phases: {events:?}");
     assert_eq!(writes.len(), drains.len(), "{writes:?} {drains:?}");
     assert!(phase("yield: request to the write").is_empty());
+    // Chaos asks half the runs at once: those stop before their last group, and say so.
+    assert!(
+        writes.iter().any(|e| e["args"]["stopped"] == true),
+        "no asked run stopped early: {writes:?}"
+    );
 }
 
 /// A lone GPU queue cuts only a kernel's first `LEARN_ALONE` long launches into pieces

@@ -141,20 +141,29 @@ pub fn handshake(queue: &str, from_ns: u64, to_ns: u64, expired: bool) {
 
 /// A yielding launch of `queue` was asked to stop and left the device, in three phases:
 /// from a higher client's request (`request_ns`, as the segment holds it) to the yield
-/// word's write (by the thread waiting for the run on a GPU, else by the watcher), the write (`write_ns` to `written_ns`: a call that returns once
-/// the word is on the device where the word is a buffer), and from then until the host
-/// saw the launch end (`off_ns`). Where the time between a request and the HP's submission
-/// goes (rule 10).
-pub fn yield_phases(queue: &str, request_ns: u64, write_ns: u64, written_ns: u64, off_ns: u64) {
+/// word's write (by the thread waiting for the run on a GPU, else by the watcher), the
+/// write (`write_ns` to `written_ns`: a call that returns once the word is on its way
+/// where the word is a buffer), and from then until the host saw the launch end
+/// (`off_ns`). `stopped`: the run stopped before its last group (else the ask came too
+/// late to matter). Where the time between a request and the HP's submission goes
+/// (rule 10).
+pub fn yield_phases(
+    queue: &str,
+    request_ns: u64,
+    (write_ns, written_ns): (u64, u64),
+    off_ns: u64,
+    stopped: bool,
+) {
     with_writer(|w| {
-        let phases = [
-            ("yield: request to the write", request_ns, write_ns),
-            ("yield: the word's write", write_ns, written_ns),
-            ("yield: written to off the device", written_ns, off_ns),
+        let stopped = [("stopped", stopped.into())];
+        let phases: [(&str, u64, u64, &[(&str, Arg)]); 3] = [
+            ("yield: request to the write", request_ns, write_ns, &[]),
+            ("yield: the word's write", write_ns, written_ns, &stopped),
+            ("yield: written to off the device", written_ns, off_ns, &[]),
         ];
-        for (name, from, to) in phases {
+        for (name, from, to, args) in phases {
             if from != 0 && from <= to {
-                w.complete(queue, name, "yield", from, to, &[])?;
+                w.complete(queue, name, "yield", from, to, args)?;
             }
         }
         Ok(())

@@ -973,8 +973,9 @@ impl Submitter {
         // barrier is a yielding one on a GPU only under `yielding = "chaos"`: the driver
         // hands it over in about 0.2 ms (`yielding::driver_hands_over_as_soon`), and it is
         // asked only within the cap. Publishing the yields' measured latency instead of
-        // this estimate was worse (2.00 ms there, waiting longer; `leave_device` returns
-        // it).
+        // this estimate, uncapped, was worse (2.00 ms there, waiting longer): the
+        // measured yields only raise a bound within the cap (`yielding::recent_yield`,
+        // below), and never decide whether a launch can yield.
         let cap = Duration::from_micros(config::config().sched.yield_wait_us);
         // A wave is the model's slope, not `predict(1)`: the fixed cost of a launch is paid
         // once, not per group (on PoCL it made 13 µs waves look like 2 ms).
@@ -1012,12 +1013,26 @@ impl Submitter {
         // and waiting for the yield only added it to every request (PoCL matrix, HP p50
         // 1.27-1.30x alone with the wait, 1.03-1.05x without; docs/benchmarks.md,
         // session 37).
+        let cap_ns = cap.as_nanos() as u64;
+        // On a GPU the bound is at least what the kernel's latest yields took, where that
+        // is within the cap: a higher client that gives up sooner meets the driver's time
+        // slice. Yields longer than the cap leave the estimate as it is: a higher client
+        // that waits the cap for them submits later into the same time slice (next to the
+        // benchmark's Mandelbrot LP on an H100, whose yields took 0.8-1.7 ms, a bound
+        // raised to the cap made the HP's mean wait 0.39 ms instead of 0.25 and its p99
+        // 1.66 ms instead of 1.58). Not on a CPU device, where the higher client runs
+        // beside a late yield rather than behind it (see above).
+        let seen = if l.gpu {
+            super::yielding::recent_yield(l.key)
+                .filter(|&n| n <= cap_ns)
+                .unwrap_or(0)
+        } else {
+            0
+        };
         let yield_ns = if self.m.os_preempts() {
             Some(0)
-        } else if need <= cap.as_nanos() as u64
-            || (l.gpu && need <= super::yielding::ask_limit_ns(l.own_event))
-        {
-            Some(need)
+        } else if need <= cap_ns || (l.gpu && need <= super::yielding::ask_limit_ns(l.own_event)) {
+            Some(need.max(seen))
         } else if l.gpu {
             None
         } else {
@@ -1100,23 +1115,29 @@ impl Submitter {
             let left = yielding::finish(&self.m, &running)
                 .zip(self.m.client.as_ref())
                 .map(|(claim, c)| c.leave_device_now(claim));
-            // Traced after the leave: writing the trace is no part of what the HP waits for.
-            if asked && crate::trace::enabled() {
-                if let Some(c) = self.m.client.as_ref() {
-                    let (write, written) = running.write_ns();
-                    let request = c.yield_request_ns();
-                    crate::trace::yield_phases(&self.m.label, request, write, written, off_ns);
-                }
-            }
             // Asked to stop: the ticket says how far it got. Not asked: it ran to the end.
             let read_ns = monotonic_ns();
             let ticket = if asked { ctl.ticket() } else { None };
             let read_ns = monotonic_ns() - read_ns;
             let done = rc != CL_SUCCESS
                 || ticket.is_none_or(|t| u64::from(t.wrapping_sub(base)) >= y.total);
+            // Traced after the leave: writing the trace is no part of what the HP waits for.
+            if asked && crate::trace::enabled() {
+                if let Some(c) = self.m.client.as_ref() {
+                    let request = c.yield_request_ns();
+                    let (write, written) = running.write_ns();
+                    crate::trace::yield_phases(
+                        &self.m.label,
+                        request,
+                        (write, written),
+                        off_ns,
+                        !done,
+                    );
+                }
+            }
             tracing::debug!(kernel = %l.name, grant_wait_ns = granted_ns - asked_ns, read_ns, ?yield_ns, base, ?ticket, total = y.total, persistent = y.persistent, chunk, asked, done, took, "yielding run");
-            if let Some(left) = left {
-                let _ = left.settle(!done);
+            if let Some(latency) = left.and_then(|left| left.settle(!done)) {
+                yielding::observed_yield(l.key, latency);
             }
             if let (Some(t), Some(c)) = (token, self.m.client.as_ref()) {
                 c.complete_token(t, took);

@@ -104,6 +104,54 @@ pub fn forget_kernel(h: usize) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .retain(|k, _| k.0 != h);
+    YIELDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|k, _| k.0 != h);
+}
+
+/// How many of a kernel's latest yields [`recent_yield`] looks at.
+const RECENT_YIELDS: usize = 16;
+
+/// Per (kernel class, device): the latest yields' measured latencies (a higher client's
+/// request to the leave, ns), oldest overwritten first.
+static YIELDS: Lazy<Mutex<HashMap<(usize, usize), RecentYields>>> = Lazy::new(Default::default);
+
+#[derive(Default)]
+struct RecentYields {
+    ns: [u64; RECENT_YIELDS],
+    next: usize,
+}
+
+/// Records a yield of kernel `key` that a higher client waited `latency_ns` for (from its
+/// request to the run's leave: what `LeftDevice::settle` measured).
+pub fn observed_yield(key: (usize, usize), latency_ns: u64) {
+    let mut all = YIELDS.lock().unwrap_or_else(|e| e.into_inner());
+    let r = all.entry(key).or_default();
+    r.ns[r.next % RECENT_YIELDS] = latency_ns;
+    r.next = r.next.wrapping_add(1);
+}
+
+/// The second longest of kernel `key`'s latest [`RECENT_YIELDS`] measured yields (the
+/// longest while there is one), if it yielded: on a GPU a run publishes at least this as
+/// its bound when it is within the cap, so the higher client waits for what the yields
+/// really take rather than the estimate of one group plus [`SIGNAL_NS`], which missed the
+/// signal path's own spread. With the estimate alone the spinning HP gave up on up to half
+/// of an LP's yields on an H100 and met the driver's time slice instead: the benchmark's
+/// compute LP, whose yields took 80-100 µs against a bound of about 0.1 ms, had 344 of
+/// about 1,450 waits expire over four runs, 123 with this (`docs/benchmarks.md`, session
+/// 44; GEMM's and memory's estimates were long enough: 39 and 40 expired without, 52
+/// and 59 with, within the runs' spread). A bound longer than the yield costs nothing:
+/// the higher client goes on at the leave. The second
+/// longest, so that one slow yield (the LP's host thread descheduled) does not raise it;
+/// it ages out after `RECENT_YIELDS` more.
+pub fn recent_yield(key: (usize, usize)) -> Option<u64> {
+    let all = YIELDS.lock().unwrap_or_else(|e| e.into_inner());
+    let r = all.get(&key)?;
+    let mut seen: Vec<u64> = r.ns[..r.next.min(RECENT_YIELDS)].to_vec();
+    seen.sort_unstable();
+    let n = seen.len();
+    (n > 0).then(|| seen[n.saturating_sub(2)])
 }
 
 /// The least ns a wave of the kernel's own persistent groups took in a whole run nobody
@@ -949,6 +997,31 @@ mod tests {
         assert_eq!(chunk(Some(200_000)), 1, "long groups: one a ticket");
         assert_eq!(chunk(Some(1)), MAX_CHUNK as u32);
         assert_eq!(chunk(Some(0)), MAX_CHUNK as u32);
+    }
+
+    #[test]
+    fn recent_yield_is_the_second_longest_of_the_latest_yields() {
+        let k = (usize::MAX - 9, 4);
+        assert_eq!(recent_yield(k), None, "no yield seen");
+        observed_yield(k, 300_000);
+        assert_eq!(recent_yield(k), Some(300_000), "one: the longest");
+        observed_yield(k, 200_000);
+        assert_eq!(recent_yield(k), Some(200_000));
+        observed_yield(k, 900_000);
+        assert_eq!(
+            recent_yield(k),
+            Some(300_000),
+            "one slow yield does not count"
+        );
+        // The slow ones age out after RECENT_YIELDS more.
+        for i in 0..RECENT_YIELDS as u64 {
+            observed_yield(k, 100_000 + i);
+        }
+        assert_eq!(recent_yield(k), Some(100_000 + RECENT_YIELDS as u64 - 2));
+        // Another device's yields are their own; a released program forgets its yields.
+        assert_eq!(recent_yield((k.0, 5)), None);
+        forget_kernel(k.0);
+        assert_eq!(recent_yield(k), None);
     }
 
     #[test]
