@@ -34,7 +34,7 @@ import os
 import sys
 import time
 
-from pair_common import (Work, cell as f, entry, finish, hp_figures, lp_rate,
+from pair_common import (Work, cell as f, entry, finish, hp_figures, interleaved, lp_rate,
                          scenario as run_scenario, serve)
 
 
@@ -151,7 +151,13 @@ def main():
     ap.add_argument("--duration", type=float, default=8.0)
     ap.add_argument("--warm-runs", type=int, default=1,
                     help="warm runs per platform before anything is measured (default 1)")
-    ap.add_argument("--scenarios", default="hp-alone,hp-alone-sp,corun-bare,corun-sp,lp-alone")
+    ap.add_argument("--scenarios", default="hp-alone,hp-alone-sp,corun-bare,corun-sp,lp-alone",
+                    help="comma-separated; also lp-alone-sp, corun-sp-idle, and hp-ab: the "
+                         "HP alone on both platforms at once, in turns of --slot-ms (the bare "
+                         "one in even slots), so that the machine's drift hits both alike "
+                         "(rows hp-ab-bare and hp-ab-sp; hp-ab-sp's ratios are ÷ hp-ab-bare)")
+    ap.add_argument("--slot-ms", type=float, default=500.0,
+                    help="hp-ab: each platform's turn, ms")
     ap.add_argument("--profile", action="store_true",
                     help="SoftPreempt's per-kernel statistics (SOFTPREEMPT_PROFILE) of the "
                          "measured SoftPreempt scenarios: which kernels were sliced, how long "
@@ -202,9 +208,21 @@ def main():
                 res["profile"] = [json.loads(line) for line in f if line.strip()]
         return res
 
+    def turns(seconds):
+        stop = os.path.join(work, f"stop-{time.monotonic_ns()}")
+        r = interleaved(__file__, {
+            p: env(p, "high" if p == "sp" else None, PAIR_STOP=stop, PAIR_DURATION=seconds,
+                   PAIR_SLOT=f"{i}/2/{a.slot_ms}")
+            for i, p in enumerate(("bare", "sp"))})
+        for p in r:
+            if (r[p]["platform"] == "SoftPreempt") != (p == "sp"):
+                sys.exit(f"the {p} HP opened platform {r[p]['platform']!r}")
+        return r
+
+    # (HP, LP) platforms; hp-ab's are its two HPs'.
     plan = {"hp-alone": ("bare", None), "hp-alone-sp": ("sp", None),
             "corun-bare": ("bare", "bare"), "corun-sp": ("sp", "sp"), "lp-alone": (None, "bare"),
-            "lp-alone-sp": (None, "sp"), "corun-sp-idle": ("sp", "sp")}
+            "lp-alone-sp": (None, "sp"), "corun-sp-idle": ("sp", "sp"), "hp-ab": ("bare", "sp")}
     names = a.scenarios.split(",")
     # Warm runs per platform fill its caches with both roles' kernels (--warm-runs: a
     # second one also finds what the first stored, as a user's third run does).
@@ -216,6 +234,11 @@ def main():
                   flush=True)
     rows = {}
     for name in names:
+        if name == "hp-ab":
+            r = turns(a.duration)
+            rows["hp-ab-bare"], rows["hp-ab-sp"] = {"hp": r["bare"]}, {"hp": r["sp"]}
+            print(f"ran {name}", file=sys.stderr, flush=True)
+            continue
         rows[name] = scenario(*plan[name], a.duration,
                               profile=a.profile and os.path.join(work, f"profile-{name}.jsonl"),
                               idle=name == "corun-sp-idle")
@@ -231,7 +254,7 @@ def main():
     alone = table.get("hp-alone", {})
     co_base = table.get("corun-bare", {}).get("lp_rate")
     lp_base = table.get("lp-alone", {}).get("lp_rate")
-    first = rows[names[0]]
+    first = next(iter(rows.values()))
     print(f"device: {(first.get('hp') or first['lp'])['device']}; MLP {a.in_dim}-{a.hidden}-"
           f"{a.hidden}-10; LP batch {a.lp_batch}, HP batch {a.hp_batch}, HP mean gap "
           f"{a.gap_ms} ms")
@@ -241,15 +264,18 @@ def main():
     for name, line in table.items():
         g = line.get
         ratio = lambda k, base: g(k) / base if g(k) is not None and base else None
+        # The HPs in turns are compared with each other.
+        hp_base = table["hp-ab-bare"] if name.startswith("hp-ab") else alone
         print(f"{name:<12} {f(g('hp_p50'), '10.3f')} {f(g('hp_p99'), '10.3f')} "
-              f"{f(ratio('hp_p50', alone.get('hp_p50')), '10.3f')} "
-              f"{f(ratio('hp_p99', alone.get('hp_p99')), '10.2f')} "
+              f"{f(ratio('hp_p50', hp_base.get('hp_p50')), '10.3f')} "
+              f"{f(ratio('hp_p99', hp_base.get('hp_p99')), '10.2f')} "
               f"{f(g('first_p50'), '10.3f')} {f(g('first_p99'), '10.3f')} "
-              f"{f(ratio('first_p99', alone.get('first_p99')), '10.2f')} "
+              f"{f(ratio('first_p99', hp_base.get('first_p99')), '10.2f')} "
               f"{f(g('lp_rate'), '10.2f')} {f(ratio('lp_rate', co_base), '10.3f')} "
               f"{f(ratio('lp_rate', lp_base), '9.3f')}")
     print("HP figures after its first second (steady); 1st-s: within it (its arrival). "
-          "Ratios: HP ÷ HP alone on the bare driver; LP ÷ the bare co-run's LP, ÷ LP alone")
+          "Ratios: HP ÷ HP alone on the bare driver (hp-ab rows: ÷ hp-ab-bare); LP ÷ the "
+          "bare co-run's LP, ÷ LP alone")
     for name, r in rows.items():
         if r.get("profile"):
             print(f"SoftPreempt's kernels in {name} (pieces: launches sent in slices; "

@@ -65,9 +65,16 @@ pub struct Key {
 }
 
 impl Key {
-    /// The name of its file of kind `ext`: a hash of the whole key.
+    /// The name of its file of kind `ext`: a hash of the whole key and of what this
+    /// build's rewrites produce (`softpreempt_transform::FINGERPRINT`): another build's
+    /// rewritten programs and built entries are misses, not loaded.
     fn file_name(&self, ext: &str) -> String {
-        let text = format!("{}\n{}", self.binary, self.device);
+        let text = format!(
+            "{}\n{}\n{:016x}",
+            self.binary,
+            self.device,
+            softpreempt_transform::FINGERPRINT
+        );
         format!(
             "{}.{ext}",
             crate::core::sliceable::sha256_hex(text.as_bytes())

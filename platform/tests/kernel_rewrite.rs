@@ -9,7 +9,7 @@
 //! `SOFTPREEMPT_TEST_ICD` names another vendor's `.icd` file (NVIDIA's on the GPU machine).
 
 use opencl_sys::*;
-use softpreempt_transform::{analyse_with_options, geometry_arg, rewrite};
+use softpreempt_transform::{analyse_with_options, geometry_arg, rewrite, with_first_group};
 use std::ffi::{c_void, CString};
 use std::ptr::{null, null_mut};
 
@@ -137,15 +137,20 @@ fn run(
             "clSetKernelArg",
         );
     }
-    if let Some(index) = hidden {
-        let (value, size) = geometry_arg(c.work_dim, c.offset, c.global, c.local);
-        // SAFETY: `value` holds `size` bytes.
-        ok(
-            unsafe { clSetKernelArg(kernel, index, size, value.as_ptr() as *const c_void) },
-            "clSetKernelArg (geometry)",
-        );
-    }
+    let (whole, size) = geometry_arg(c.work_dim, c.offset, c.global, c.local);
     for (off, glob) in launches {
+        if let Some(index) = hidden {
+            // Each piece's first group, as the layer sets it (`with_first_group`).
+            let mut value = whole.clone();
+            let first: [usize; 3] =
+                std::array::from_fn(|d| (off[d] - c.offset[d]) / c.local[d].max(1));
+            with_first_group(&mut value, first);
+            // SAFETY: `value` holds `size` bytes.
+            ok(
+                unsafe { clSetKernelArg(kernel, index, size, value.as_ptr() as *const c_void) },
+                "clSetKernelArg (geometry)",
+            );
+        }
         // SAFETY: three-element arrays, whatever the dimension count.
         let rc = unsafe {
             clEnqueueNDRangeKernel(

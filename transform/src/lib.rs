@@ -114,7 +114,38 @@ mod yield_tests;
 use std::fmt;
 
 pub use builtins::GEOMETRY;
-pub use rewrite::{geometry_arg, Rewritten, GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
+pub use rewrite::{geometry_arg, with_first_group, Rewritten, GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
+
+/// Bump when what the rewrites produce changes other than in their replacements'
+/// definitions (those count in [`FINGERPRINT`] by themselves).
+const REVISION: &str = "1";
+
+/// A fingerprint of what this build's rewrites produce: programs rewritten or built by
+/// another build are not this one's (the program store keys its entries with it, so a
+/// layer upgraded to faster definitions does not go on loading the old ones' binaries).
+pub const FINGERPRINT: u64 = fnv1a(&[
+    REVISION,
+    env!("CARGO_PKG_VERSION"),
+    rewrite::DEFINITIONS,
+    yielding::DEFINITIONS,
+]);
+
+/// FNV-1a over the texts, each followed by a NUL (at compile time).
+const fn fnv1a(texts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut t = 0;
+    while t < texts.len() {
+        let b = texts[t].as_bytes();
+        let mut i = 0;
+        while i <= b.len() {
+            let byte = if i < b.len() { b[i] } else { 0 };
+            h = (h ^ byte as u64).wrapping_mul(0x0000_0100_0000_01b3);
+            i += 1;
+        }
+        t += 1;
+    }
+    h
+}
 pub use yielding::{
     tickets_taken, yield_geometry_arg, YieldKernel, YieldProgram, ENTRY_PREFIX, TICKET, YIELD_WORD,
 };

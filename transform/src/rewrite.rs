@@ -75,20 +75,28 @@ const REPLACEMENTS: [(&str, bool); 6] = [
 
 /// The replacements' definitions, put after the application's last line (`_H` stands for
 /// the per-program suffix). The geometry vector holds the global offset in s0–s2, the
-/// global size in s3–s5, the enqueued local size in s6–s8 and the work dimension in s9;
-/// unused dimensions hold offset 0, size 1, local size 1, so the formulas give the spec's
-/// values past `get_work_dim()` by themselves (`get_group_id` checks the dimension too, as
-/// `get_global_id` there is 0 anyway). A work dimension of 0 (an all-zero vector,
+/// global size in s3–s5, the enqueued local size in s6–s8, the work dimension in s9 and the
+/// piece's first work-group in sa–sc ([`with_first_group`]); unused dimensions hold offset
+/// 0, size 1, local size 1 and first group 0, so the formulas give the spec's values past
+/// `get_work_dim()` by themselves. A work dimension of 0 (an all-zero vector,
 /// [`NATIVE_GEOMETRY`]) means "this launch is not sliced": the builtins answer, so a
 /// launch that reaches the vendor whole needs no geometry (and no knowledge of the local
 /// size the vendor picks for a NULL one).
-const DEFINITIONS: &str = "
+///
+/// `get_group_id` is the piece's own plus its first group: the same for every work-item
+/// of a group, as the builtin is, whichever branch runs. Worked out from `get_global_id`
+/// (a division per work-item), it made PoCL keep the group id per work-item across the
+/// kernel's barriers even in launches sent whole, which never take that branch: tinygrad's
+/// matrix-vector kernel (`r_4_256_16_49`, one barrier) ran 3.4 times as long (750 µs
+/// against 218) on PoCL, and a lone tinygrad HP paid 14-21% at p50 for it
+/// (`docs/benchmarks.md`, session 44).
+pub(crate) const DEFINITIONS: &str = "
 /* SoftPreempt: the builtins that a slice would answer with its own geometry. */
 size_t __sp_global_offset_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_global_offset(d) : (size_t)(d == 0u ? g.s0 : d == 1u ? g.s1 : d == 2u ? g.s2 : 0ul); }
 size_t __sp_global_size_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_global_size(d) : (size_t)(d == 0u ? g.s3 : d == 1u ? g.s4 : d == 2u ? g.s5 : 1ul); }
 ulong __sp_local_size_H(ulong16 g, uint d) { return d == 0u ? g.s6 : d == 1u ? g.s7 : d == 2u ? g.s8 : 1ul; }
 size_t __sp_num_groups_H(ulong16 g, uint d) { if (g.s9 == 0ul) return get_num_groups(d); ulong l = __sp_local_size_H(g, d); return (size_t)(((ulong)__sp_global_size_H(g, d) + l - 1ul) / l); }
-size_t __sp_group_id_H(ulong16 g, uint d) { if (g.s9 == 0ul) return get_group_id(d); return d < (uint)g.s9 ? (size_t)(((ulong)get_global_id(d) - (ulong)__sp_global_offset_H(g, d)) / __sp_local_size_H(g, d)) : (size_t)0; }
+size_t __sp_group_id_H(ulong16 g, uint d) { if (g.s9 == 0ul) return get_group_id(d); return get_group_id(d) + (size_t)(d == 0u ? g.sa : d == 1u ? g.sb : d == 2u ? g.sc : 0ul); }
 size_t __sp_global_linear_id_H(ulong16 g) { return (size_t)((((ulong)get_global_id(2) - (ulong)__sp_global_offset_H(g, 2u)) * (ulong)__sp_global_size_H(g, 1u) + ((ulong)get_global_id(1) - (ulong)__sp_global_offset_H(g, 1u))) * (ulong)__sp_global_size_H(g, 0u) + ((ulong)get_global_id(0) - (ulong)__sp_global_offset_H(g, 0u))); }
 ";
 
@@ -117,6 +125,20 @@ pub fn geometry_arg(
     v[9] = work_dim as u64;
     let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
     (bytes, GEOMETRY_ARG_SIZE)
+}
+
+/// Sets the first work-group of a piece (`first`, per dimension) in a hidden argument's
+/// value from [`geometry_arg`]: a piece launched with the global offset `offset + first *
+/// local` (whole groups of the launch's own local size) reads its `get_group_id` as the
+/// whole launch's. [`geometry_arg`] gives first groups of 0: the whole launch, or its first
+/// piece.
+pub fn with_first_group(value: &mut [u8], first: [usize; 3]) {
+    for (d, f) in first.iter().enumerate() {
+        let at = 8 * (10 + d);
+        if let Some(slot) = value.get_mut(at..at + 8) {
+            slot.copy_from_slice(&(*f as u64).to_ne_bytes());
+        }
+    }
 }
 
 /// One replacement of `start..end` of a file by `text`.

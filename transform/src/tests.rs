@@ -494,6 +494,14 @@ fn geometry_arg_layout() {
         .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
         .collect();
     assert_eq!(v, [5, 6, 0, 64, 32, 1, 8, 4, 1, 2, 0, 0, 0, 0, 0, 0]);
+    // A piece's first group goes into sa-sc; the rest stays.
+    let mut piece = bytes.clone();
+    with_first_group(&mut piece, [3, 2, 0]);
+    let v: Vec<u64> = piece
+        .chunks(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(v, [5, 6, 0, 64, 32, 1, 8, 4, 1, 2, 3, 2, 0, 0, 0, 0]);
 }
 
 #[test]

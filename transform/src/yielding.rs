@@ -107,7 +107,7 @@ pub fn tickets_taken(total: u64, persistent: u64, chunk: u32) -> u64 {
 /// and the virtual group's id is in sd-sf, so every builtin answers for the virtual group
 /// of the original launch. `get_local_id` is the real one: the entry runs with the
 /// original local size, in as many dimensions as the original.
-const DEFINITIONS: &str = "
+pub(crate) const DEFINITIONS: &str = "
 /* SoftPreempt: the builtins of a virtual group of a yielding launch. */
 size_t __sp_global_offset_H(ulong16 g, uint d) { return (size_t)(d == 0u ? g.s0 : d == 1u ? g.s1 : d == 2u ? g.s2 : 0ul); }
 size_t __sp_global_size_H(ulong16 g, uint d) { return (size_t)(d == 0u ? g.s3 : d == 1u ? g.s4 : d == 2u ? g.s5 : 1ul); }

@@ -171,10 +171,11 @@ pub fn snapshot(k: &Kernel) -> Option<Retained> {
 }
 
 /// Sets the whole launch's geometry as a rewritten kernel's hidden argument on the
-/// launch's snapshot, for slices to read. The local size is the application's; with a
-/// NULL one the kernel is sliceable only if it does not depend on the work-group size, so
-/// it never reads the local-size fields.
-fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) -> bool {
+/// launch's snapshot, for slices to read (each piece then sets its own first group,
+/// `Submitter::enqueue_piece`); returns the value, or `None` if the vendor refused it. The
+/// local size is the application's; with a NULL one the kernel is sliceable only if it
+/// does not depend on the work-group size, so it never reads the local-size fields.
+fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) -> Option<Vec<u8>> {
     let (bytes, size) = softpreempt_transform::geometry_arg(
         geo.work_dim,
         geo.offset.unwrap_or([0; 3]),
@@ -186,7 +187,7 @@ fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) ->
         Some(f) => unsafe { f(clone.handle(), index, size, bytes.as_ptr() as *const c_void) },
         None => CL_INVALID_OPERATION,
     };
-    rc == CL_SUCCESS
+    (rc == CL_SUCCESS).then_some(bytes)
 }
 
 /// Whether `device` is a GPU (cached per device).
@@ -452,10 +453,12 @@ pub fn build(
 ) -> Launch {
     let (unit, unit_is_local) = unit_of(k, device, &geo);
     let mut sliceable = may_slice(k, &geo, in_order);
-    if let Some(i) = k.hidden() {
+    let mut geometry = None;
+    if let Some(i) = k.hidden().filter(|_| sliceable) {
         // Cut or not, the launch reaches the vendor with the geometry it now gets; if it
         // cannot be set, the snapshot keeps the native value and the launch stays whole.
-        sliceable = sliceable && set_geometry(&clone, k, i, &geo);
+        geometry = set_geometry(&clone, k, i, &geo).map(|v| (i, v));
+        sliceable = geometry.is_some();
     }
     let group: usize = unit.iter().product();
     let (wave_wgs, gpu) = wave_work_groups(device, group);
@@ -475,5 +478,6 @@ pub fn build(
         name: k.name().clone(),
         yielding,
         own_event,
+        geometry,
     }
 }

@@ -90,6 +90,9 @@ pub struct Launch {
     pub gpu: bool,
     /// It carries a vendor event of its own, not a barrier's (`completion::own_event`).
     pub own_event: bool,
+    /// A rewritten kernel's hidden geometry argument (`core::rewritten`): its index and
+    /// the whole launch's value, which each piece sets with its own first group.
+    pub geometry: Option<(cl_uint, Vec<u8>)>,
 }
 
 /// How soon a GPU driver hands the device to another process's context by itself, from
@@ -635,18 +638,47 @@ impl Submitter {
     fn enqueue_piece(
         &mut self,
         l: &Launch,
-        offset: *const usize,
+        offset: Option<&[usize; 3]>,
         size: &[usize; 3],
         cut: bool,
         waits: &[cl_event],
         own_event: bool,
     ) -> Result<cl_event, cl_int> {
         let local = if cut && l.unit_is_local {
-            l.unit.as_ptr()
+            Some(&l.unit)
         } else {
-            l.local.as_ref().map_or(std::ptr::null(), |x| x.as_ptr())
+            l.local.as_ref()
         };
         let vt = self.vt();
+        if let Some((index, whole)) = &l.geometry {
+            // The piece's first group, for its `get_group_id` (`with_first_group`): the
+            // kernel is private to the launch, and an enqueue takes its arguments as they
+            // are then.
+            let mut value = whole.clone();
+            if let (Some(o), Some(local)) = (offset, local) {
+                let base = l.offset.unwrap_or([0; 3]);
+                let first: [usize; 3] =
+                    std::array::from_fn(|d| o[d].saturating_sub(base[d]) / local[d].max(1));
+                softpreempt_transform::with_first_group(&mut value, first);
+            }
+            let rc = match vt.clSetKernelArg {
+                // SAFETY: the launch's own kernel clone; a by-value argument of its size.
+                Some(f) => unsafe {
+                    f(
+                        l.kernel.handle(),
+                        *index,
+                        value.len(),
+                        value.as_ptr() as *const c_void,
+                    )
+                },
+                None => CL_INVALID_OPERATION,
+            };
+            if rc != CL_SUCCESS {
+                return Err(rc);
+            }
+        }
+        let offset = offset.map_or(std::ptr::null(), |o| o.as_ptr());
+        let local = local.map_or(std::ptr::null(), |x| x.as_ptr());
         let h = self.m.inner.h;
         let tracked = super::completion::tracked(vt, h, own_event, |out| {
             match vt.clEnqueueNDRangeKernel {
@@ -686,7 +718,7 @@ impl Submitter {
         pending: bool,
         d: Option<&Arc<Deferred>>,
     ) -> Result<(), cl_int> {
-        let whole_offset = l.offset.as_ref().map_or(std::ptr::null(), |o| o.as_ptr());
+        let whole_offset = l.offset.as_ref();
         // A launch still waiting for other commands (a user event, another queue, or an
         // earlier unready command of this queue) is not held in our window: waiting on it
         // there could block this queue until the application, perhaps blocked on this
@@ -882,7 +914,7 @@ impl Submitter {
                 self.trace_wait(l, planner.as_ref(), asked_ns);
             }
             let offset_ptr = if sliced || started {
-                offset.as_ptr()
+                Some(&offset)
             } else {
                 whole_offset
             };
