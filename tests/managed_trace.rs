@@ -662,7 +662,12 @@ fn blocking_transfers_beside_a_yielding_run_wait_apart() {
     let writes = phase("yield: the word's write");
     let drains = phase("yield: written to off the device");
     assert!(!writes.is_empty(), "no yield phases: {events:?}");
-    assert_eq!(writes.len(), drains.len(), "{writes:?} {drains:?}");
+    // Each asked run has its write; the phase after it is missing only where the write's
+    // call returned after the run was seen to end (asked as it ended).
+    assert!(
+        !drains.is_empty() && drains.len() <= writes.len(),
+        "{writes:?} {drains:?}"
+    );
     assert!(phase("yield: request to the write").is_empty());
     // Chaos asks half the runs at once: those stop before their last group, and say so.
     assert!(

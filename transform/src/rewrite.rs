@@ -75,16 +75,17 @@ const REPLACEMENTS: [(&str, bool); 6] = [
 
 /// The replacements' definitions, put after the application's last line (`_H` stands for
 /// the per-program suffix). The geometry vector holds the global offset in s0–s2, the
-/// global size in s3–s5, the enqueued local size in s6–s8, the work dimension in s9 and the
-/// piece's first work-group in sa–sc ([`with_first_group`]); unused dimensions hold offset
-/// 0, size 1, local size 1 and first group 0, so the formulas give the spec's values past
-/// `get_work_dim()` by themselves. A work dimension of 0 (an all-zero vector,
+/// global size in s3–s5, the enqueued local size in s6–s8, the work dimension in s9, the
+/// piece's first work-group in sa–sc ([`with_first_group`]) and the launch's work-group
+/// counts in sd–sf; unused dimensions hold offset 0, size 1, local size 1, first group 0
+/// and one group, so the formulas give the spec's values past `get_work_dim()` by
+/// themselves. A work dimension of 0 (an all-zero vector,
 /// [`NATIVE_GEOMETRY`]) means "this launch is not sliced": the builtins answer, so a
 /// launch that reaches the vendor whole needs no geometry (and no knowledge of the local
 /// size the vendor picks for a NULL one).
 ///
-/// `get_group_id` is the piece's own plus its first group: the same for every work-item
-/// of a group, as the builtin is, whichever branch runs. Worked out from `get_global_id`
+/// No replacement divides, and `get_group_id` is the piece's own plus its first group: the
+/// same for every work-item of a group, as the builtin is, whichever branch runs. Worked out from `get_global_id`
 /// (a division per work-item), it made PoCL keep the group id per work-item across the
 /// kernel's barriers even in launches sent whole, which never take that branch: tinygrad's
 /// matrix-vector kernel (`r_4_256_16_49`, one barrier) ran 3.4 times as long (750 µs
@@ -95,7 +96,7 @@ pub(crate) const DEFINITIONS: &str = "
 size_t __sp_global_offset_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_global_offset(d) : (size_t)(d == 0u ? g.s0 : d == 1u ? g.s1 : d == 2u ? g.s2 : 0ul); }
 size_t __sp_global_size_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_global_size(d) : (size_t)(d == 0u ? g.s3 : d == 1u ? g.s4 : d == 2u ? g.s5 : 1ul); }
 ulong __sp_local_size_H(ulong16 g, uint d) { return d == 0u ? g.s6 : d == 1u ? g.s7 : d == 2u ? g.s8 : 1ul; }
-size_t __sp_num_groups_H(ulong16 g, uint d) { if (g.s9 == 0ul) return get_num_groups(d); ulong l = __sp_local_size_H(g, d); return (size_t)(((ulong)__sp_global_size_H(g, d) + l - 1ul) / l); }
+size_t __sp_num_groups_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_num_groups(d) : (size_t)(d == 0u ? g.sd : d == 1u ? g.se : d == 2u ? g.sf : 1ul); }
 size_t __sp_group_id_H(ulong16 g, uint d) { if (g.s9 == 0ul) return get_group_id(d); return get_group_id(d) + (size_t)(d == 0u ? g.sa : d == 1u ? g.sb : d == 2u ? g.sc : 0ul); }
 size_t __sp_global_linear_id_H(ulong16 g) { return (size_t)((((ulong)get_global_id(2) - (ulong)__sp_global_offset_H(g, 2u)) * (ulong)__sp_global_size_H(g, 1u) + ((ulong)get_global_id(1) - (ulong)__sp_global_offset_H(g, 1u))) * (ulong)__sp_global_size_H(g, 0u) + ((ulong)get_global_id(0) - (ulong)__sp_global_offset_H(g, 0u))); }
 ";
@@ -121,6 +122,11 @@ pub fn geometry_arg(
         v[3 + d] = if used { global[d] as u64 } else { 1 };
         // A zero local size cannot be launched; 1 keeps the device from dividing by zero.
         v[6 + d] = if used { local[d].max(1) as u64 } else { 1 };
+        v[13 + d] = if used {
+            global[d].div_ceil(local[d].max(1)) as u64
+        } else {
+            1
+        };
     }
     v[9] = work_dim as u64;
     let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();

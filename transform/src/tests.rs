@@ -493,7 +493,7 @@ fn geometry_arg_layout() {
         .chunks(8)
         .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
         .collect();
-    assert_eq!(v, [5, 6, 0, 64, 32, 1, 8, 4, 1, 2, 0, 0, 0, 0, 0, 0]);
+    assert_eq!(v, [5, 6, 0, 64, 32, 1, 8, 4, 1, 2, 0, 0, 0, 8, 8, 1]);
     // A piece's first group goes into sa-sc; the rest stays.
     let mut piece = bytes.clone();
     with_first_group(&mut piece, [3, 2, 0]);
@@ -501,7 +501,7 @@ fn geometry_arg_layout() {
         .chunks(8)
         .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
         .collect();
-    assert_eq!(v, [5, 6, 0, 64, 32, 1, 8, 4, 1, 2, 3, 2, 0, 0, 0, 0]);
+    assert_eq!(v, [5, 6, 0, 64, 32, 1, 8, 4, 1, 2, 3, 2, 0, 8, 8, 1]);
 }
 
 #[test]

@@ -87,6 +87,8 @@ pub fn yield_geometry_arg(
     bytes[80..88].copy_from_slice(&u64::from(epoch).to_ne_bytes());
     bytes[88..96].copy_from_slice(&u64::from(ticket_base).to_ne_bytes());
     bytes[96..104].copy_from_slice(&u64::from(chunk.max(1)).to_ne_bytes());
+    // Not the slicing geometry's group counts: the entry's virtual group id, its own.
+    bytes[104..128].fill(0);
     let mut out = [0; GEOMETRY_ARG_SIZE];
     out.copy_from_slice(&bytes);
     out
