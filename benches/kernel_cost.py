@@ -127,12 +127,15 @@ def main():
     ap.add_argument("--rounds", type=int, default=5, help="rounds per process")
     ap.add_argument("--launches", type=int, default=100, help="launches per round")
     ap.add_argument("--pairs", type=int, default=3, help="bare and layered processes, in turn")
+    ap.add_argument("--sched", default="",
+                    help="more [sched] lines for SoftPreempt (TOML text; default: none, the "
+                         "defaults)")
     ap.add_argument("--json")
     a = ap.parse_args()
     if os.environ.get("KERNEL_COST_ROLE"):
         return role(a.rounds, a.launches)
     # The layered process sees SoftPreempt alone (pyopencl takes the first platform).
-    w = Work("kernel-cost-", a.lib, a.vendor_lib, sp_alone=True)
+    w = Work("kernel-cost-", a.lib, a.vendor_lib, sp_alone=True, sched=a.sched)
     runs = {"bare": [], "sp": []}
     for _ in range(a.pairs):
         for plat in ("bare", "sp"):
