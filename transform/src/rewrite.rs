@@ -79,15 +79,16 @@ const REPLACEMENTS: [(&str, bool); 6] = [
 /// piece's first work-group in sa–sc ([`with_first_group`]) and the launch's work-group
 /// counts in sd–sf; unused dimensions hold offset 0, size 1, local size 1, first group 0
 /// and one group, so the formulas give the spec's values past `get_work_dim()` by
-/// themselves. A work dimension of 0 (an all-zero vector,
-/// [`NATIVE_GEOMETRY`]) means "this launch is not sliced": the builtins answer, so a
+/// themselves. A work dimension of 0 (an all-zero vector, [`NATIVE_GEOMETRY`]) means
+/// "this launch is not sliced": the builtins answer, so a
 /// launch that reaches the vendor whole needs no geometry (and no knowledge of the local
 /// size the vendor picks for a NULL one).
 ///
 /// No replacement divides, and `get_group_id` is the piece's own plus its first group: the
-/// same for every work-item of a group, as the builtin is, whichever branch runs. Worked out from `get_global_id`
-/// (a division per work-item), it made PoCL keep the group id per work-item across the
-/// kernel's barriers even in launches sent whole, which never take that branch: tinygrad's
+/// same for every work-item of a group, as the builtin is, whichever branch runs. Worked
+/// out from `get_global_id` (a division per work-item), it made PoCL keep the group id per
+/// work-item across the kernel's barriers even in launches sent whole, which never take
+/// that branch: tinygrad's
 /// matrix-vector kernel (`r_4_256_16_49`, one barrier) ran 3.4 times as long (750 µs
 /// against 218) on PoCL, and a lone tinygrad HP paid 14-21% at p50 for it
 /// (`docs/benchmarks.md`, session 44).

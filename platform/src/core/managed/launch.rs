@@ -175,13 +175,19 @@ pub fn snapshot(k: &Kernel) -> Option<Retained> {
 /// `Submitter::enqueue_piece`); returns the value, or `None` if the vendor refused it. The
 /// local size is the application's; with a NULL one the kernel is sliceable only if it
 /// does not depend on the work-group size, so it never reads the local-size fields.
-fn set_geometry(clone: &Retained, k: &Kernel, index: cl_uint, geo: &Geometry) -> Option<Vec<u8>> {
+fn set_geometry(
+    clone: &Retained,
+    k: &Kernel,
+    index: cl_uint,
+    geo: &Geometry,
+) -> Option<[u8; softpreempt_transform::GEOMETRY_ARG_SIZE]> {
     let (bytes, size) = softpreempt_transform::geometry_arg(
         geo.work_dim,
         geo.offset.unwrap_or([0; 3]),
         geo.global,
         geo.local.unwrap_or([0; 3]),
     );
+    let bytes: [u8; softpreempt_transform::GEOMETRY_ARG_SIZE] = bytes.try_into().ok()?;
     let rc = match k.inner.vt.clSetKernelArg {
         // SAFETY: the launch's own kernel clone; a by-value argument of `size` bytes.
         Some(f) => unsafe { f(clone.handle(), index, size, bytes.as_ptr() as *const c_void) },

@@ -91,8 +91,9 @@ pub struct Launch {
     /// It carries a vendor event of its own, not a barrier's (`completion::own_event`).
     pub own_event: bool,
     /// A rewritten kernel's hidden geometry argument (`core::rewritten`): its index and
-    /// the whole launch's value, which each piece sets with its own first group.
-    pub geometry: Option<(cl_uint, Vec<u8>)>,
+    /// the whole launch's value (on the snapshot already), which each cut piece sets with
+    /// its own first group.
+    pub geometry: Option<(cl_uint, [u8; softpreempt_transform::GEOMETRY_ARG_SIZE])>,
 }
 
 /// How soon a GPU driver hands the device to another process's context by itself, from
@@ -650,11 +651,11 @@ impl Submitter {
             l.local.as_ref()
         };
         let vt = self.vt();
-        if let Some((index, whole)) = &l.geometry {
-            // The piece's first group, for its `get_group_id` (`with_first_group`): the
-            // kernel is private to the launch, and an enqueue takes its arguments as they
-            // are then.
-            let mut value = whole.clone();
+        // A cut piece's first group, for its `get_group_id` (`with_first_group`): the
+        // kernel is private to the launch, and an enqueue takes its arguments as they are
+        // then. A launch sent whole keeps the value its snapshot got (first groups 0).
+        if let Some((index, whole)) = l.geometry.as_ref().filter(|_| cut) {
+            let mut value = *whole;
             if let (Some(o), Some(local)) = (offset, local) {
                 let base = l.offset.unwrap_or([0; 3]);
                 let first: [usize; 3] =

@@ -142,16 +142,18 @@ pub fn observed_yield(key: (usize, usize), latency_ns: u64) {
 /// about 1,450 waits expire over four runs, 123 with this (`docs/benchmarks.md`, session
 /// 44; GEMM's and memory's estimates were long enough: 39 and 40 expired without, 52
 /// and 59 with, within the runs' spread). A bound longer than the yield costs nothing:
-/// the higher client goes on at the leave. The second
-/// longest, so that one slow yield (the LP's host thread descheduled) does not raise it;
-/// it ages out after `RECENT_YIELDS` more.
+/// the higher client goes on at the leave. The second longest, so that one slow yield
+/// (the LP's host thread descheduled) does not raise it; it ages out after
+/// `RECENT_YIELDS` more.
 pub fn recent_yield(key: (usize, usize)) -> Option<u64> {
-    let all = YIELDS.lock().unwrap_or_else(|e| e.into_inner());
-    let r = all.get(&key)?;
-    let mut seen: Vec<u64> = r.ns[..r.next.min(RECENT_YIELDS)].to_vec();
-    seen.sort_unstable();
-    let n = seen.len();
-    (n > 0).then(|| seen[n.saturating_sub(2)])
+    let mut seen = {
+        let all = YIELDS.lock().unwrap_or_else(|e| e.into_inner());
+        let r = all.get(&key)?;
+        (r.ns, r.next.min(RECENT_YIELDS))
+    };
+    let n = seen.1;
+    seen.0[..n].sort_unstable();
+    (n > 0).then(|| seen.0[n.saturating_sub(2)])
 }
 
 /// The least ns a wave of the kernel's own persistent groups took in a whole run nobody
