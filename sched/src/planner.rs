@@ -163,12 +163,15 @@ pub fn slice_at(range: &NdRange, first_row: u64, rows: u64) -> Option<Slice> {
 /// first launch's.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TimingModel {
-    /// Decayed sums: weight, x, y, x², xy (x = work-groups, y = ns).
+    /// Decayed sums: weight, x, y, x², xy, y² (x = work-groups, y = ns), and the sum of
+    /// the squared weights (the effective number of observations is `w² / ww`).
     w: f64,
     sx: f64,
     sy: f64,
     sxx: f64,
     sxy: f64,
+    syy: f64,
+    ww: f64,
     samples: u64,
     alpha: f64,
     /// While the model holds only the first launch's observations: what a later one is
@@ -213,6 +216,8 @@ impl TimingModel {
             sy: 0.0,
             sxx: 0.0,
             sxy: 0.0,
+            syy: 0.0,
+            ww: 0.0,
             samples: 0,
             alpha: alpha.clamp(0.01, 1.0),
             first_launch: None,
@@ -341,6 +346,8 @@ impl TimingModel {
         self.sy = self.sy * keep + y;
         self.sxx = self.sxx * keep + x * x;
         self.sxy = self.sxy * keep + x * y;
+        self.syy = self.syy * keep + y * y;
+        self.ww = self.ww * keep * keep + 1.0;
         self.samples += 1;
     }
 
@@ -368,23 +375,48 @@ impl TimingModel {
     }
 
     /// The fitted (overhead ns, ns per work-group), once there is data.
+    ///
+    /// The line is used only where the data determine its slope: sizes that differ by a
+    /// few percent, and a slope at least [`TimingModel::SLOPE_T`] standard errors above
+    /// zero. Else the cost is taken as all per-unit (`ns / units`). Pieces of one size
+    /// and a remainder piece, timed on a loaded 2-core machine, otherwise fitted a slope
+    /// near zero and an overhead of a whole piece: a fresh-clone CI run's 111 ms launch,
+    /// learned from its 4.5 ms pieces, was then predicted at about 5 ms and went straight
+    /// to the vendor as a short one.
     pub fn fit(&self) -> Option<(f64, f64)> {
         if self.samples == 0 || self.sx <= 0.0 {
             return None;
         }
         let (mx, my) = (self.sx / self.w, self.sy / self.w);
+        let ratio = Some((0.0, my / mx));
         let var = self.sxx / self.w - mx * mx;
         let cov = self.sxy / self.w - mx * my;
         // Sizes must differ by a few percent for the slope to mean anything.
-        if var > 0.0025 * mx * mx {
-            let slope = cov / var;
-            let overhead = my - slope * mx;
-            if slope > 0.0 && overhead >= 0.0 {
-                return Some((overhead, slope));
+        if var <= 0.0025 * mx * mx {
+            return ratio;
+        }
+        let slope = cov / var;
+        let overhead = my - slope * mx;
+        if slope <= 0.0 || overhead < 0.0 {
+            return ratio;
+        }
+        // Weighted residual variance per unit weight, and the slope's standard error
+        // with the effective number of observations (two or fewer fit exactly).
+        let n = self.w * self.w / self.ww;
+        if n > 2.0 + 1e-9 {
+            let var_y = self.syy / self.w - my * my;
+            let resid = (var_y - slope * cov).max(0.0);
+            let se = (resid / ((n - 2.0) * var)).sqrt();
+            if slope < Self::SLOPE_T * se {
+                return ratio;
             }
         }
-        Some((0.0, my / mx))
+        Some((overhead, slope))
     }
+
+    /// How many standard errors above zero a fitted slope must be for the fit to be used
+    /// (see [`TimingModel::fit`]).
+    pub const SLOPE_T: f64 = 3.0;
 
     /// Estimated ns per work-group, once there is data.
     pub fn ns_per_wg(&self) -> Option<f64> {
@@ -846,6 +878,36 @@ mod tests {
         assert!(!m.warm());
         m.observe_units(2.0, 101_000);
         assert!(m.warm() && m.samples() == 3);
+    }
+
+    #[test]
+    fn pieces_of_one_size_and_a_noisy_remainder_do_not_make_a_long_launch_short() {
+        // A fresh-clone CI run on PoCL (2 loaded cores): a 106 ms launch of 96 units sent
+        // whole, then launches cut into pieces of 4 units at about 4.5 ms, each ending
+        // with a remainder of 2 units that took nearly as long. The line through them has
+        // a slope near zero and an overhead of a whole piece.
+        let mut m = TimingModel::default();
+        launch(&mut m, &[(96.0, 106_000_000)]);
+        let noisy = [4.1, 4.9, 4.3, 5.0, 4.4, 4.6, 4.2, 4.8, 4.5, 4.7, 4.0];
+        for _ in 0..2 {
+            let mut pieces: Vec<(f64, u64)> = (0..23)
+                .map(|i| (4.0, (noisy[i % noisy.len()] * 1e6) as u64))
+                .collect();
+            pieces.push((2.0, 3_900_000));
+            launch(&mut m, &pieces);
+        }
+        let whole = m.predict(96).unwrap();
+        assert!(whole > 50_000_000, "{whole} {:?}", m.fit());
+        // The same sizes timed without noise keep their line, overhead and all.
+        let mut m = TimingModel::default();
+        let mut pieces: Vec<(f64, u64)> = (0..23).map(|_| (4.0, 100_000 + 4 * 1_100_000)).collect();
+        pieces.push((2.0, 100_000 + 2 * 1_100_000));
+        launch(&mut m, &pieces);
+        let (a, b) = m.fit().unwrap();
+        assert!(
+            (a - 100_000.0).abs() < 10.0 && (b - 1_100_000.0).abs() < 1.0,
+            "{a} {b}"
+        );
     }
 
     #[test]
