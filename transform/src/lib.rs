@@ -50,6 +50,15 @@
 //! The host sizes `c` so that a chunk of short groups is worth it (a yield waits for the
 //! chunk in progress).
 //!
+//! **The flat form, for CPU devices** ([`EntryForm::Flat`], [`yielding_form_or_why`]).
+//! PoCL runs the loop around a barrier slowly, so there the entry has no loop: the host
+//! launches one group for each virtual group left (at most [`FLAT_RUN_GROUPS`] a run,
+//! [`flat_run_groups`]); item (0,0,0) reads the yield word and takes one ticket (`c` is 1),
+//! and a group asked to stop, or past the end, returns at once. A run nobody asked takes
+//! exactly one ticket a group (the launch's last run leaves the counter at `base + total`,
+//! [`tickets_taken`] with `P = 0`, `c = 1`); a run that was asked is read back as below,
+//! and the next run is launched with the groups left.
+//!
 //! **The host's protocol.**
 //! - Each yielding launch of the application's launch gets an epoch; the yield word is
 //!   compared with wrapping arithmetic, so stale words are harmless and the word is never
@@ -117,8 +126,8 @@ pub use builtins::GEOMETRY;
 pub use rewrite::{geometry_arg, with_first_group, Rewritten, GEOMETRY_ARG_SIZE, NATIVE_GEOMETRY};
 
 /// Bump when what the rewrites produce changes other than in their replacements'
-/// definitions (those count in [`FINGERPRINT`] by themselves).
-const REVISION: &str = "1";
+/// definitions and the entry templates (those count in [`FINGERPRINT`] by themselves).
+const REVISION: &str = "2";
 
 /// A fingerprint of what this build's rewrites produce: programs rewritten or built by
 /// another build are not this one's (the program store keys its entries with it, so a
@@ -128,6 +137,8 @@ pub const FINGERPRINT: u64 = fnv1a(&[
     env!("CARGO_PKG_VERSION"),
     rewrite::DEFINITIONS,
     yielding::DEFINITIONS,
+    yielding::ENTRY,
+    yielding::ENTRY_FLAT,
 ]);
 
 /// FNV-1a over the texts, each followed by a NUL (at compile time).
@@ -147,7 +158,8 @@ const fn fnv1a(texts: &[&str]) -> u64 {
     h
 }
 pub use yielding::{
-    tickets_taken, yield_geometry_arg, YieldKernel, YieldProgram, ENTRY_PREFIX, TICKET, YIELD_WORD,
+    flat_run_groups, tickets_taken, yield_geometry_arg, EntryForm, YieldKernel, YieldProgram,
+    ENTRY_PREFIX, FLAT_RUN_GROUPS, TICKET, YIELD_WORD,
 };
 
 /// A set of [`GEOMETRY`] builtins.
@@ -295,7 +307,15 @@ pub fn yielding(analysis: &Analysis) -> Option<YieldProgram> {
 /// [`yielding`], or, when no kernel can be rewritten, each kernel with the reason (to show
 /// users).
 pub fn yielding_or_why(analysis: &Analysis) -> Result<YieldProgram, Vec<(String, String)>> {
-    let run = std::panic::AssertUnwindSafe(|| yielding::yielding_unguarded(analysis));
+    yielding_form_or_why(analysis, EntryForm::Persistent)
+}
+
+/// [`yielding_or_why`] with entries of the given form ([`EntryForm`]).
+pub fn yielding_form_or_why(
+    analysis: &Analysis,
+    form: EntryForm,
+) -> Result<YieldProgram, Vec<(String, String)>> {
+    let run = std::panic::AssertUnwindSafe(|| yielding::yielding_unguarded(analysis, form));
     std::panic::catch_unwind(run).unwrap_or_else(|_| {
         tracing::warn!("yielding rewrite failed; the program's kernels do not yield");
         Err(analysis

@@ -625,7 +625,12 @@ fn fuzz_never_panics() {
         }
         let a = analyse_unguarded(&src, &hdrs, "-DA=get_global_size(0)");
         // The yielding rewrite keeps the numbering too, and never panics either.
-        if let Ok(y) = yielding::yielding_unguarded(&a) {
+        let form = if rng.below(2) == 0 {
+            EntryForm::Persistent
+        } else {
+            EntryForm::Flat
+        };
+        if let Ok(y) = yielding::yielding_unguarded(&a, form) {
             let tail = format!("\n{}\n/* SoftPreempt: the builtins", rewrite::PSABI);
             let app = &y.source[..y.source.find(&tail).expect("definitions")];
             assert_eq!(app.lines().count(), src.lines().count(), "{src:?}");

@@ -416,3 +416,40 @@ fn kernels_and_helpers_in_headers() {
     assert!(entry(&p, "hk").contains("o[gid(__sp_geom)] = 1;"));
     assert!(entry(&p, "k").contains("o[gid(__sp_geom)] = 2;"));
 }
+
+#[test]
+fn the_flat_form_runs_one_virtual_group_a_group_with_one_ticket() {
+    let src = "kernel void k(global int* o, int n) {\n  local int t[4];\n  t[get_local_id(0)] = n;\n  barrier(CLK_LOCAL_MEM_FENCE);\n  if (n > 3) return;\n  o[get_global_id(0)] = t[0] + get_group_id(0);\n}\n";
+    let a = analyse(src, &[]);
+    let flat = yielding_form_or_why(&a, EntryForm::Flat).expect("rewritten");
+    let persistent = yielding_or_why(&a).expect("rewritten");
+    assert_eq!(
+        (flat.form, persistent.form),
+        (EntryForm::Flat, EntryForm::Persistent)
+    );
+    // The same kernels, and the same application's part: only the entries differ.
+    assert_eq!(flat.kernels, persistent.kernels);
+    assert_eq!(app(&flat), app(&persistent));
+    let at = flat
+        .source
+        .find("one virtual group a group")
+        .expect("flat entry");
+    let e = &flat.source[at..];
+    // No loop of its own (the body has none), the body's barrier and the ticket's.
+    assert!(!e.contains("for (") && !e.contains("while"), "{e}");
+    assert_eq!(e.matches("barrier(").count(), 2, "{e}");
+    assert!(e.contains("atomic_add(__sp_yc + 1, 1u)"), "{e}");
+    // `return` leaves the group: a jump to the end, as in the persistent form.
+    assert!(
+        e.contains("goto __sp_next") && e.contains("__sp_next: ;"),
+        "{e}"
+    );
+    // The body's `__local` declaration is at kernel scope, before the entry's own.
+    let hoisted = e.find("local int t[4];").expect("hoisted");
+    assert!(hoisted < e.find("__local uint __sp_yt[4];").unwrap(), "{e}");
+    // Runs of at most FLAT_RUN_GROUPS groups, one a virtual group left.
+    assert_eq!(flat_run_groups(10, 0), 10);
+    assert_eq!(flat_run_groups(10, 7), 3);
+    assert_eq!((flat_run_groups(10, 10), flat_run_groups(10, 12)), (0, 0));
+    assert_eq!(flat_run_groups(FLAT_RUN_GROUPS * 3, 5), FLAT_RUN_GROUPS);
+}

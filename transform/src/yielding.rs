@@ -48,6 +48,20 @@ pub struct YieldProgram {
     pub kernels: Vec<YieldKernel>,
     /// (kernel, why it was not rewritten): shown to users.
     pub skipped: Vec<(String, String)>,
+    /// The shape of its entries.
+    pub form: EntryForm,
+}
+
+/// The shape of a program's entry kernels: how the host launches them (see the crate
+/// documentation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryForm {
+    /// A grid of persistent groups, each taking tickets for chunks of virtual groups in a
+    /// loop: for GPUs, where a group that starts costs a scheduling slot.
+    Persistent,
+    /// One virtual group for each launched group, no loop ([`ENTRY_FLAT`]'s comment):
+    /// for CPU devices, where PoCL runs the persistent loop slowly.
+    Flat,
 }
 
 /// A kernel's persistent entry in [`YieldProgram::source`].
@@ -147,7 +161,7 @@ size_t __sp_global_linear_id_H(ulong16 g) { return (size_t)((((ulong)__sp_global
 /// 3.4% slower than the application's kernel with the counts in variables and 6% faster
 /// with them in `__local` memory (H100, same output; 16 registers plain, 28-29 either way
 /// by `-cl-nv-verbose`; `transform/examples/rewrite.rs` prints the entries timed).
-const ENTRY: &str = "
+pub(crate) const ENTRY: &str = "
 /* SoftPreempt: the persistent entry of kernel `@NAME@` (a yielding launch). */
 @HEAD@__sp_y_@NAME@(@PARAMS@ulong16 __sp_yg, __global uint* __sp_yc)@POST@{
 @HOISTED@
@@ -194,6 +208,57 @@ const ENTRY: &str = "
 }
 ";
 
+/// The entry of [`EntryForm::Flat`], for CPU devices: one virtual group for each group of
+/// the launch, no loop. Item (0,0,0) reads the yield word and takes one ticket; one
+/// barrier shares the virtual group's id; a group with no ticket (asked to stop, or past
+/// the end) returns at once. The host launches as many groups as virtual groups are
+/// left (at most [`FLAT_RUN_GROUPS`]), so an unasked run takes exactly one ticket each.
+///
+/// PoCL 3.1 (its work-item loops) ran the persistent form's loop around a barrier about
+/// 1.3-1.5 times slower than the application's kernel (a 2-D kernel of 4,096 groups: 24-29
+/// ms against 18-20, with or without the chunk's inner loop), and this form at least as
+/// fast (6-7 ms for that kernel, whose plain form PoCL runs slowly). Groups that find the
+/// word set return in about 12 ns each.
+pub(crate) const ENTRY_FLAT: &str = "
+/* SoftPreempt: the entry of kernel `@NAME@` (a yielding launch, one virtual group a group). */
+@HEAD@__sp_y_@NAME@(@PARAMS@ulong16 __sp_yg, __global uint* __sp_yc)@POST@{
+@HOISTED@
+    __local uint __sp_yt[4];
+    if (get_local_id(0) == 0 && get_local_id(1) == 0 && get_local_id(2) == 0) {
+        const uint __sp_nx = (uint)__sp_num_groups_H(__sp_yg, 0u);
+        const uint __sp_ny = (uint)__sp_num_groups_H(__sp_yg, 1u);
+        const uint __sp_n = __sp_nx * __sp_ny * (uint)__sp_num_groups_H(__sp_yg, 2u);
+        const uint __sp_w = *(volatile __global uint*)(__sp_yc + @WORD@);
+        const uint __sp_f = (int)(__sp_w - (uint)__sp_yg.sa) >= 0 ? 0xffffffffu : atomic_add(__sp_yc + @TICKET@, 1u) - (uint)__sp_yg.sb;
+        __sp_yt[0] = __sp_f < __sp_n ? 1u : 0u;
+        if (__sp_f < __sp_n) {
+            __sp_yt[1] = __sp_f % __sp_nx;
+            __sp_yt[2] = __sp_f / __sp_nx % __sp_ny;
+            __sp_yt[3] = __sp_f / (__sp_nx * __sp_ny);
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (__sp_yt[0] != 0u) {
+    ulong16 __sp_geom = __sp_yg;
+    __sp_geom.sd = __sp_yt[1];
+    __sp_geom.se = __sp_yt[2];
+    __sp_geom.sf = __sp_yt[3];
+@BODY@
+@NEXT@    }
+}
+";
+
+/// The most groups one run of a [`EntryForm::Flat`] entry is launched with: the groups
+/// of a run that is asked to stop each still start and return (about 12 ns each on PoCL,
+/// so under 1 ms here), and a launch of more groups runs as several runs.
+pub const FLAT_RUN_GROUPS: u64 = 1 << 16;
+
+/// How many groups the next run of a [`EntryForm::Flat`] entry is launched with, when
+/// `done` of the launch's `total` virtual groups have been handed out (0: none left).
+pub fn flat_run_groups(total: u64, done: u64) -> u64 {
+    total.saturating_sub(done).min(FLAT_RUN_GROUPS)
+}
+
 /// Keywords that start a statement which may hold other statements.
 const COMPOUND: &[&str] = &[
     "if", "else", "for", "while", "do", "switch", "case", "default",
@@ -209,6 +274,7 @@ pub const ENTRY_PREFIX: &str = "__sp_y_";
 /// See [`super::yielding`]: the program, or why no kernel could be rewritten.
 pub(super) fn yielding_unguarded(
     analysis: &Analysis,
+    form: EntryForm,
 ) -> Result<YieldProgram, Vec<(String, String)>> {
     let all = |why: String| -> Vec<(String, String)> {
         analysis
@@ -235,7 +301,12 @@ pub(super) fn yielding_unguarded(
         "HEAD", "PARAMS", "POST", "HOISTED", "BODY", "NEXT", "WORD", "TICKET", "NAME",
     ];
     let blank: Vec<(&str, &str)> = keys.iter().map(|k| (*k, "")).collect();
-    let ours = super::lex::lex(&format!("{DEFINITIONS}{}", fill(ENTRY, &blank))).toks;
+    let ours = super::lex::lex(&format!(
+        "{DEFINITIONS}{}{}",
+        fill(ENTRY, &blank),
+        fill(ENTRY_FLAT, &blank)
+    ))
+    .toks;
     let renamed = ours
         .iter()
         .find(|t| t.kind == Kind::Ident && model.unit.macros.iter().any(|m| m.name == t.text));
@@ -245,7 +316,7 @@ pub(super) fn yielding_unguarded(
             t.text
         )));
     }
-    let y = Yielder::new(model, &r, &edits);
+    let y = Yielder::new(model, &r, &edits, form);
     let mut tail = String::from(super::rewrite::PSABI);
     tail += &DEFINITIONS.replace("_H(", &format!("_{}(", r.suffix));
     let (mut kernels, mut skipped) = (Vec::new(), Vec::new());
@@ -269,6 +340,7 @@ pub(super) fn yielding_unguarded(
         headers: out.headers,
         kernels,
         skipped,
+        form,
     })
 }
 
@@ -283,10 +355,11 @@ struct Yielder<'a> {
     local: HashSet<&'a str>,
     /// Macros that may expand to `reqd_work_group_size`.
     reqd: HashSet<&'a str>,
+    form: EntryForm,
 }
 
 impl<'a> Yielder<'a> {
-    fn new(model: &'a Model, r: &'a Rewriter<'a>, edits: &'a [Edit]) -> Self {
+    fn new(model: &'a Model, r: &'a Rewriter<'a>, edits: &'a [Edit], form: EntryForm) -> Self {
         let unit = &model.unit;
         Yielder {
             model,
@@ -296,6 +369,7 @@ impl<'a> Yielder<'a> {
             returning: macros_reaching(unit, &["return"]),
             local: macros_reaching(unit, &["local", "__local"]),
             reqd: macros_reaching(unit, &["reqd_work_group_size", "__reqd_work_group_size__"]),
+            form,
         }
     }
 
@@ -442,7 +516,14 @@ impl<'a> Yielder<'a> {
         let span = |a: usize, b: usize| -> Range<usize> { self.tok(a).start..self.tok(b).end };
         let raw = |r: Range<usize>| text.get(r).unwrap_or("").to_string();
         let mut copy_edits: Vec<Edit> = self.edits.to_vec();
-        for &at in &returns {
+        // The flat form runs one virtual group a kernel execution, so its `return`s stay:
+        // leaving the kernel is leaving the group (and PoCL 3.1 runs a jump out of a loop
+        // below barriers in a branch wrongly, `docs/design.md`).
+        let jumps: &[usize] = match self.form {
+            EntryForm::Persistent => &returns,
+            EntryForm::Flat => &[],
+        };
+        for &at in jumps {
             let t = self.tok(body.start + at);
             copy_edits.push(Edit {
                 file,
@@ -473,8 +554,12 @@ impl<'a> Yielder<'a> {
         };
         let head = raw(self.tok(first).start..self.tok(f.name_at).start);
         let post = raw(self.tok(f.close).end..self.tok(open).start);
-        let next = if returns.is_empty() { "" } else { NEXT_LABEL };
-        let template = ENTRY.replace("_H(", &format!("_{}(", self.r.suffix));
+        let next = if jumps.is_empty() { "" } else { NEXT_LABEL };
+        let template = match self.form {
+            EntryForm::Persistent => ENTRY,
+            EntryForm::Flat => ENTRY_FLAT,
+        };
+        let template = template.replace("_H(", &format!("_{}(", self.r.suffix));
         let entry = fill(
             &template,
             &[
@@ -567,6 +652,24 @@ impl<'a> Yielder<'a> {
     /// function) in the same execution: after it or in a loop around it. `base` is the
     /// index of `toks[0]` in the unit's code.
     fn check_uniform(&self, toks: &[TokRef], returns: &[usize], base: usize) -> Result<(), String> {
+        let loops = self.loops(toks);
+        // PoCL 3.1 ran the flat entry of a kernel with a `return` inside a loop wrongly (a
+        // loop after the entry's barrier; items of a group returned early, in the generated
+        // cases, with or without barriers in the body, whether the return stayed, became a
+        // jump to the end, or the body went inside a branch). The persistent entry of the
+        // same kernels is right.
+        if self.form == EntryForm::Flat {
+            if let Some(&r) = returns
+                .iter()
+                .find(|&&r| loops.iter().any(|l| l.contains(&r)))
+            {
+                return Err(format!(
+                    "the `return` on line {} leaves a loop (PoCL 3.1 runs that wrongly in a \
+                     flat entry)",
+                    self.line(base + r)
+                ));
+            }
+        }
         let syncs: Vec<usize> = mentions(self.unit, toks)
             .filter(|m| !m.member && self.syncs(m.name))
             .map(|m| m.at)
@@ -584,7 +687,6 @@ impl<'a> Yielder<'a> {
         if last_sync > first_return {
             return refuse(first_return);
         }
-        let loops = self.loops(toks);
         for &r in returns {
             let around = |l: &Range<usize>| l.contains(&r) && syncs.iter().any(|s| l.contains(s));
             if loops.iter().any(around) {

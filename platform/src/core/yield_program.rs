@@ -28,7 +28,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::CString;
 use std::sync::{Arc, Mutex};
 
-use softpreempt_transform::{Analysis, YieldKernel, YieldProgram};
+use softpreempt_transform::{Analysis, EntryForm, YieldKernel, YieldProgram};
 
 use crate::core::build_threads;
 use crate::core::cl::*;
@@ -48,6 +48,8 @@ pub struct YieldExec {
     /// The entries (by kernel name) and local sizes a launch was prepared with: the first
     /// run of each may pay the vendor's cold start (`TimingModel::observe_new_variant`).
     pub launched: Mutex<HashSet<(String, [usize; 3])>>,
+    /// The entries' form, which says how their runs are launched.
+    pub form: EntryForm,
 }
 
 /// Where a program's persistent entries stand.
@@ -68,9 +70,10 @@ pub enum YieldState {
 /// why it has none.
 pub type Rewrite = Result<YieldProgram, Vec<(String, String)>>;
 
-/// The yielding rewrite of `analysis`, as the layer builds it.
-pub fn rewrite(analysis: &Analysis) -> Rewrite {
-    let y = softpreempt_transform::yielding_or_why(analysis)?;
+/// The yielding rewrite of `analysis` with entries of `form`, as the layer builds it (the
+/// kernels it rewrites, and why others are not, are the same in either form).
+pub fn rewrite(analysis: &Analysis, form: EntryForm) -> Rewrite {
+    let y = softpreempt_transform::yielding_form_or_why(analysis, form)?;
     if !y.headers.is_empty() {
         // Compiled with headers (clCompileProgram): its entries would need them too.
         return Err(analysis
@@ -83,6 +86,19 @@ pub fn rewrite(analysis: &Analysis) -> Rewrite {
             .collect());
     }
     Ok(y)
+}
+
+/// The form of `p`'s entries: one for every device of its context, flat where all are CPU
+/// devices (see `EntryForm::Flat`), else persistent (with a chunk of 1 where the launch's
+/// device is not a GPU, `submitter::yield_launch`).
+pub fn form_for(p: &Program) -> EntryForm {
+    let cpu_only = (p.context.get().devices.iter())
+        .all(|d| crate::core::managed::launch::is_cpu(&d.get().inner));
+    if cpu_only {
+        EntryForm::Flat
+    } else {
+        EntryForm::Persistent
+    }
 }
 
 /// Whether `kernel` yields, by the rewrite `r` of its program.
@@ -119,7 +135,7 @@ pub fn of_source(p: &Program) -> Option<(Rewrite, Unit)> {
             .collect(),
         options: p.build_options().map(|o| o.to_string_lossy().into_owned()),
     };
-    Some((rewrite(&a), unit))
+    Some((rewrite(&a, form_for(p)), unit))
 }
 
 /// The source a program's entries are made from.
@@ -363,10 +379,9 @@ impl Job {
                 u.options.as_deref().unwrap_or(""),
             )),
         };
-        // One form for every device; the host passes a chunk of 1 where the launch's device
-        // is not a GPU (`submitter::yield_launch`).
         let context = prog.context.get();
-        let y = match rewrite(&analysis) {
+        let form = form_for(prog);
+        let y = match rewrite(&analysis, form) {
             Ok(y) => y,
             Err(why) => {
                 log_no_yield(&why);
@@ -382,6 +397,7 @@ impl Job {
                     program,
                     kernels: y.kernels.into_iter().map(|k| (k.name.clone(), k)).collect(),
                     launched: Mutex::default(),
+                    form,
                 }))
             }
             Err(why) => {

@@ -1025,7 +1025,7 @@ impl Submitter {
         // ran for milliseconds (PoCL: yield p99 33-65 ms in the preemption benchmark's
         // smoke run, against 2-16 ms with one group a ticket).
         let run_wave = super::yielding::run_wave(l.key);
-        let chunk = if l.gpu {
+        let chunk = if l.gpu && !y.flat {
             super::yielding::chunk(run_wave.or(model(&l.key).fit().map(|_| wave)))
         } else {
             1
@@ -1073,9 +1073,12 @@ impl Submitter {
         };
         let base = ctl.base.load(Ordering::Acquire);
         let mut global = y.local;
-        global[0] = y.local[0] * y.persistent as usize;
+        // Virtual groups handed out before the run (the flat form launches a group for
+        // each one left, so it counts them: from the ticket after a yield, else by adding
+        // up its runs, each of which took a ticket a group).
+        let mut handed = 0u64;
         let mut first = true;
-        let mut runs = 0u64;
+        let (mut runs, mut yields) = (0u64, 0u64);
         let (mut launch_ns, mut max_ns) = (0u64, 0u64);
         loop {
             let asked_ns = monotonic_ns();
@@ -1084,6 +1087,12 @@ impl Submitter {
             if crate::trace::enabled() {
                 crate::trace::grant_wait(&self.m.label, asked_ns, granted_ns);
             }
+            let groups = if y.flat {
+                softpreempt_transform::flat_run_groups(y.total, handed)
+            } else {
+                y.persistent
+            };
+            global[0] = y.local[0] * groups as usize;
             let epoch = ctl.next_epoch();
             let geo = softpreempt_transform::yield_geometry_arg(
                 l.work_dim,
@@ -1152,8 +1161,13 @@ impl Submitter {
             let read_ns = monotonic_ns();
             let ticket = if asked { ctl.ticket() } else { None };
             let read_ns = monotonic_ns() - read_ns;
-            let done = rc != CL_SUCCESS
-                || ticket.is_none_or(|t| u64::from(t.wrapping_sub(base)) >= y.total);
+            handed = match ticket {
+                Some(t) => u64::from(t.wrapping_sub(base)),
+                None if y.flat => handed + groups,
+                None => y.total,
+            };
+            let done = rc != CL_SUCCESS || handed >= y.total;
+            yields += u64::from(asked && !done);
             // Traced after the leave: writing the trace is no part of what the HP waits for.
             if asked && crate::trace::enabled() {
                 if let Some(c) = self.m.client.as_ref() {
@@ -1206,7 +1220,11 @@ impl Submitter {
                 // Where the next launch's groups begin: a ticket per chunk and one past the
                 // end for each persistent group later, when nobody asked.
                 let next = ticket.unwrap_or_else(|| {
-                    let taken = softpreempt_transform::tickets_taken(y.total, y.persistent, chunk);
+                    let taken = if y.flat {
+                        softpreempt_transform::tickets_taken(y.total, 0, 1)
+                    } else {
+                        softpreempt_transform::tickets_taken(y.total, y.persistent, chunk)
+                    };
                     base.wrapping_add(taken as u32)
                 });
                 ctl.base.store(next, Ordering::Release);
@@ -1224,7 +1242,6 @@ impl Submitter {
                         yielding::observed_run_wave(l.key, took / waves.max(1));
                     }
                 }
-                // Every run but the last ended in a yield.
                 crate::trace::profile::launch(
                     &l.name,
                     &self.m.priority,
@@ -1232,7 +1249,7 @@ impl Submitter {
                         pieces: runs,
                         device_ns: launch_ns,
                         max_piece_ns: max_ns,
-                        yields: runs - 1,
+                        yields,
                         not_asked: yield_ns.is_none(),
                     },
                 );

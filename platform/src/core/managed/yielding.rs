@@ -245,8 +245,12 @@ pub struct YieldLaunch {
     pub local: [usize; 3],
     /// Virtual groups of the original launch.
     pub total: u64,
-    /// Persistent groups launched (the device's resident capacity, or fewer).
+    /// Groups resident at once (the device's capacity, or fewer): what a run of the
+    /// persistent form is launched with.
     pub persistent: u64,
+    /// The entry is of the flat form (`EntryForm::Flat`): each run is launched with one
+    /// group for each virtual group left (`softpreempt_transform::flat_run_groups`).
+    pub flat: bool,
     /// The first launch of this entry with this local size in the process: its first run
     /// may pay the vendor's cold start (PoCL compiles its work-group function then).
     pub new_variant: bool,
@@ -386,6 +390,7 @@ pub fn prepare(
         local,
         total,
         persistent: wave.clamp(1, total),
+        flat: exec.form == softpreempt_transform::EntryForm::Flat,
         new_variant,
     })
 }
