@@ -439,11 +439,27 @@ fn the_flat_form_runs_one_virtual_group_a_group_with_one_ticket() {
     assert!(!e.contains("for (") && !e.contains("while"), "{e}");
     assert_eq!(e.matches("barrier(").count(), 2, "{e}");
     assert!(e.contains("atomic_add(__sp_yc + 1, 1u)"), "{e}");
-    // `return` leaves the group: a jump to the end, as in the persistent form.
+    // `return` stays: leaving the kernel is leaving the group (the persistent form jumps
+    // to the end of its loop's body instead).
     assert!(
-        e.contains("goto __sp_next") && e.contains("__sp_next: ;"),
+        e.contains("if (n > 3) return;") && !e.contains("__sp_next"),
         "{e}"
     );
+    let p = entry(&persistent, "k");
+    assert!(
+        p.contains("goto __sp_next") && p.contains("__sp_next: ;"),
+        "{p}"
+    );
+    // A `return` inside a loop is refused in the flat form (PoCL 3.1 runs it wrongly),
+    // kept in the persistent one.
+    let looped = "kernel void k(global int* o, int n) {\n  for (int i = 0; i < n; i++)\n    if (o[i]) return;\n  o[0] = 1;\n}\n";
+    let a = analyse(looped, &[]);
+    let why = yielding_form_or_why(&a, EntryForm::Flat).unwrap_err();
+    assert!(
+        why[0].1.contains("leaves a loop") && why[0].1.contains("flat entry"),
+        "{why:?}"
+    );
+    assert!(yielding_or_why(&a).is_ok());
     // The body's `__local` declaration is at kernel scope, before the entry's own.
     let hoisted = e.find("local int t[4];").expect("hoisted");
     assert!(hoisted < e.find("__local uint __sp_yt[4];").unwrap(), "{e}");

@@ -271,10 +271,11 @@ controls! {
         /// length), `always` (at the slice target), or `never`.
         slice: SliceMode = SliceMode::Contended,
             expect "\"contended\", \"always\" or \"never\"", example r#"slice = "always""#;
-        /// When kernels run as yielding launches: persistent work-groups that
-        /// take their groups from a ticket and stop between two of them when a
-        /// higher priority asks, then resume where they stopped (a kernel the
-        /// rewrite cannot take is sliced, or left to the driver). `auto` (launches
+        /// When kernels run as yielding launches: work-groups that take their
+        /// groups from a ticket and stop between two of them when a higher
+        /// priority asks, then resume where they stopped (persistent groups on a
+        /// GPU; on a CPU device one group for each group of the launch; a kernel
+        /// the rewrite cannot take is sliced, or left to the driver). `auto` (launches
         /// predicted to take 0.5 ms or more, 5 ms on a GPU, from the third launch of
         /// a kernel on: the first teaches the prediction, which may be all cold
         /// start, the second confirms or replaces it, and only then are the
