@@ -109,8 +109,27 @@ pub(super) const GPU_HANDOVER_NS: u64 = 2_000_000;
 /// handle).
 pub type ModelKey = (usize, usize);
 
-/// Per-(kernel, device) timing models, shared by every queue of the process.
+/// Per-(kernel, device) timing models of the application's kernel (its pieces and whole
+/// launches), shared by every queue of the process: what a launch sent straight to the
+/// vendor would cost, so the only model the launch path reads (`launch::predicted_ns`).
 static MODELS: Lazy<Mutex<TimingTable<ModelKey>>> = Lazy::new(|| Mutex::new(TimingTable::new()));
+
+/// The same for the kernel's yielding entry, learned from its unasked runs. Kept apart
+/// from [`MODELS`] because the two forms can run at very different speeds: PoCL ran a
+/// 2-D kernel's flat entry in 6-7 ms and the kernel itself in 18-20 ms, so one model fed
+/// by both soon predicted the kernel at the entry's speed, and its 20 ms launches went
+/// straight to the vendor as if they were shorter than a piece (session 46).
+static ENTRY_MODELS: Lazy<Mutex<TimingTable<ModelKey>>> =
+    Lazy::new(|| Mutex::new(TimingTable::new()));
+
+/// Which of a kernel's two forms an observation timed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Form {
+    /// The application's kernel, whole or a piece of it ([`MODELS`]).
+    Kernel,
+    /// Its yielding entry ([`ENTRY_MODELS`]).
+    Entry,
+}
 
 /// Per-(kernel, device) judgement of whether slicing at the target pays (rule 8).
 static EFFICIENCY: Lazy<Mutex<std::collections::HashMap<ModelKey, SliceEfficiency>>> =
@@ -125,20 +144,41 @@ pub(super) fn model(key: &ModelKey) -> TimingModel {
     MODELS.lock().unwrap_or_else(|e| e.into_inner()).get(key)
 }
 
+/// The model a yielding run of the kernel is sized by: its entry's, once an unasked run
+/// has taught it; until then the kernel's own (the first runs' estimate of a wave, as
+/// before the two were kept apart).
+fn entry_model(key: &ModelKey) -> TimingModel {
+    let entry = ENTRY_MODELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key);
+    if entry.fit().is_some() {
+        entry
+    } else {
+        model(key)
+    }
+}
+
 /// Records that `units` of a launch of the class whose models are `models` took `ns` on
-/// the key's device: in the process-wide table, and in the class's copy under the same
-/// lock, so that the two never differ (`models.rs`).
+/// the key's device, run in `form`: in the process-wide table of that form, and for the
+/// kernel's own form in the class's copy under the same lock, so that the two never
+/// differ (`models.rs`).
 /// `new_variant`: a yielding entry's first run with its local size, which may be cold
 /// (`TimingTable::observe_new_variant`); `ends_launch`: the launch's last observation
 /// (`TimingTable::end_launch`: a first launch's pieces are held provisionally until then).
 fn observe(
     models: &ClassModels,
     key: ModelKey,
+    form: Form,
     (units, ns): (f64, u64),
     new_variant: bool,
     ends_launch: bool,
 ) {
-    let mut table = MODELS.lock().unwrap_or_else(|e| e.into_inner());
+    let tables = match form {
+        Form::Kernel => &MODELS,
+        Form::Entry => &ENTRY_MODELS,
+    };
+    let mut table = tables.lock().unwrap_or_else(|e| e.into_inner());
     if new_variant {
         table.observe_new_variant(key, units, ns);
     } else {
@@ -147,7 +187,9 @@ fn observe(
     if ends_launch {
         table.end_launch(&key);
     }
-    models.set(key.1, table.get(&key));
+    if form == Form::Kernel {
+        models.set(key.1, table.get(&key));
+    }
 }
 
 /// Forgets what was learned about kernel class `class`: its program is released or built
@@ -157,6 +199,10 @@ pub fn forget_kernel(class: &crate::core::objects::KernelClass) {
     super::profiles::forget_kernel(h);
     super::yielding::forget_kernel(h);
     efficiency().retain(|k, _| k.0 != h);
+    ENTRY_MODELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .forget(|k| k.0 == h);
     let mut table = MODELS.lock().unwrap_or_else(|e| e.into_inner());
     table.forget(|k| k.0 == h);
     class.models.clear();
@@ -435,7 +481,7 @@ impl Submitter {
             // them provisionally until one of a later launch comes (`TimingModel::warm`).
             if let Some(models) = &p.models {
                 let units = (waves as f64 * weight, own);
-                observe(models, key, units, false, p.last_of.is_some());
+                observe(models, key, Form::Kernel, units, false, p.last_of.is_some());
             }
             if waves > 0 {
                 self.recent = Some((key, own as f64 / waves as f64));
@@ -1012,7 +1058,8 @@ impl Submitter {
         let cap = Duration::from_micros(config::config().sched.yield_wait_us);
         // A wave is the model's slope, not `predict(1)`: the fixed cost of a launch is paid
         // once, not per group (on PoCL it made 13 µs waves look like 2 ms).
-        let wave = model(&l.key)
+        let sized_by = entry_model(&l.key);
+        let wave = sized_by
             .fit()
             .map_or(cap.as_nanos() as u64, |(_, per_wave)| {
                 per_wave.max(0.0) as u64
@@ -1025,8 +1072,8 @@ impl Submitter {
         // ran for milliseconds (PoCL: yield p99 33-65 ms in the preemption benchmark's
         // smoke run, against 2-16 ms with one group a ticket).
         let run_wave = super::yielding::run_wave(l.key);
-        let chunk = if l.gpu && !y.flat {
-            super::yielding::chunk(run_wave.or(model(&l.key).fit().map(|_| wave)))
+        let chunk = if l.gpu && y.chunks() {
+            super::yielding::chunk(run_wave.or(sized_by.fit().map(|_| wave)))
         } else {
             1
         };
@@ -1087,11 +1134,7 @@ impl Submitter {
             if crate::trace::enabled() {
                 crate::trace::grant_wait(&self.m.label, asked_ns, granted_ns);
             }
-            let groups = if y.flat {
-                softpreempt_transform::flat_run_groups(y.total, handed)
-            } else {
-                y.persistent
-            };
+            let groups = y.run_groups(handed);
             global[0] = y.local[0] * groups as usize;
             let epoch = ctl.next_epoch();
             let geo = softpreempt_transform::yield_geometry_arg(
@@ -1163,8 +1206,7 @@ impl Submitter {
             let read_ns = monotonic_ns() - read_ns;
             handed = match ticket {
                 Some(t) => u64::from(t.wrapping_sub(base)),
-                None if y.flat => handed + groups,
-                None => y.total,
+                None => y.handed_after_unasked(handed, groups),
             };
             let done = rc != CL_SUCCESS || handed >= y.total;
             yields += u64::from(asked && !done);
@@ -1219,17 +1261,12 @@ impl Submitter {
             if done {
                 // Where the next launch's groups begin: a ticket per chunk and one past the
                 // end for each persistent group later, when nobody asked.
-                let next = ticket.unwrap_or_else(|| {
-                    let taken = if y.flat {
-                        softpreempt_transform::tickets_taken(y.total, 0, 1)
-                    } else {
-                        softpreempt_transform::tickets_taken(y.total, y.persistent, chunk)
-                    };
-                    base.wrapping_add(taken as u32)
-                });
+                let next =
+                    ticket.unwrap_or_else(|| base.wrapping_add(y.tickets_taken(chunk) as u32));
                 ctl.base.store(next, Ordering::Release);
                 if !asked && runs == 1 && y.total > 0 {
-                    // A whole run teaches the model, as a whole launch does: in waves of
+                    // A whole run teaches the entry's model, as a whole launch teaches the
+                    // kernel's (kept apart: `ENTRY_MODELS`): in waves of
                     // the run's own groups (`persistent` of them are resident at once).
                     // Not `l.wave_wgs`, which counts the slicing unit's groups: with a NULL
                     // local size on a GPU that unit is far smaller than the run's groups,
@@ -1237,7 +1274,14 @@ impl Submitter {
                     // LP on an H100 claimed it could not yield in time and was never asked.
                     let waves = softpreempt_sched::waves(y.total, y.persistent);
                     // The entry's first run may be cold (PoCL: 257 ms, then 16 ms).
-                    observe(&l.models, l.key, (waves as f64, took), y.new_variant, true);
+                    observe(
+                        &l.models,
+                        l.key,
+                        Form::Entry,
+                        (waves as f64, took),
+                        y.new_variant,
+                        true,
+                    );
                     if l.gpu {
                         yielding::observed_run_wave(l.key, took / waves.max(1));
                     }
@@ -1400,9 +1444,9 @@ mod tests {
         let dev = 0x1000;
         let (ka, kb) = ((a.id, dev), (b.id, dev));
         assert_eq!(a.models.get(dev).samples(), 0, "nothing learned yet");
-        observe(&a.models, ka, (2.0, 4_000), false, true);
-        observe(&a.models, ka, (4.0, 8_000), false, true);
-        observe(&b.models, kb, (1.0, 500), false, true);
+        observe(&a.models, ka, Form::Kernel, (2.0, 4_000), false, true);
+        observe(&a.models, ka, Form::Kernel, (4.0, 8_000), false, true);
+        observe(&b.models, kb, Form::Kernel, (1.0, 500), false, true);
         assert_eq!(
             a.models.get(dev),
             model(&ka),
@@ -1423,5 +1467,41 @@ mod tests {
             "another class keeps its model"
         );
         assert_eq!(b.models.get(dev).samples(), 1);
+    }
+
+    #[test]
+    fn an_entry_run_teaches_only_the_entry_model() {
+        let a = class();
+        let dev = 0x2000;
+        let ka = (a.id, dev);
+        // The kernel itself: 10 ms a wave.
+        observe(&a.models, ka, Form::Kernel, (1.0, 10_000_000), false, true);
+        observe(&a.models, ka, Form::Kernel, (2.0, 20_000_000), false, true);
+        assert_eq!(
+            entry_model(&ka),
+            model(&ka),
+            "no entry run yet: a yielding run is sized by the kernel's model"
+        );
+        // Its entry, three times as fast (PoCL's flat entries of some kernels).
+        observe(&a.models, ka, Form::Entry, (1.0, 3_000_000), false, true);
+        observe(&a.models, ka, Form::Entry, (2.0, 6_000_000), false, true);
+        let predict = |m: TimingModel| m.predict(4).expect("learned");
+        assert!(
+            (38_000_000..=42_000_000).contains(&predict(model(&ka))),
+            "the kernel's model keeps the kernel's speed: {:?}",
+            model(&ka).predict(4)
+        );
+        assert_eq!(
+            a.models.get(dev),
+            model(&ka),
+            "the class's copy (what the launch path reads) is the kernel's model"
+        );
+        assert!(
+            (11_000_000..=13_000_000).contains(&predict(entry_model(&ka))),
+            "a yielding run is sized by its entry's: {:?}",
+            entry_model(&ka).predict(4)
+        );
+        forget_kernel(&a);
+        assert_eq!(entry_model(&ka).samples(), 0, "forgotten with the class");
     }
 }

@@ -256,6 +256,47 @@ pub struct YieldLaunch {
     pub new_variant: bool,
 }
 
+/// What a run of either entry form launches and counts: the form's rules in one place.
+impl YieldLaunch {
+    /// The groups a run launches when `handed` virtual groups were handed out before it:
+    /// a flat run one for each left (at most `FLAT_RUN_GROUPS`), a persistent run its
+    /// resident groups, which take tickets until none is left.
+    pub fn run_groups(&self, handed: u64) -> u64 {
+        if self.flat {
+            softpreempt_transform::flat_run_groups(self.total, handed)
+        } else {
+            self.persistent
+        }
+    }
+
+    /// Virtual groups handed out after a run of `groups` that nobody asked to stop, when
+    /// `handed` were before it: a flat run takes one ticket a group, so it counts them
+    /// without reading the ticket back; a persistent run ran to the end.
+    pub fn handed_after_unasked(&self, handed: u64, groups: u64) -> u64 {
+        if self.flat {
+            handed + groups
+        } else {
+            self.total
+        }
+    }
+
+    /// The tickets a launch took in all, when nobody asked it to stop, in chunks of
+    /// `chunk`: one past the end for each persistent group, none for a flat one.
+    pub fn tickets_taken(&self, chunk: u32) -> u64 {
+        if self.flat {
+            softpreempt_transform::tickets_taken(self.total, 0, 1)
+        } else {
+            softpreempt_transform::tickets_taken(self.total, self.persistent, chunk)
+        }
+    }
+
+    /// Whether its groups take tickets in chunks on a GPU: not a flat entry's, whose
+    /// groups take one each.
+    pub fn chunks(&self) -> bool {
+        !self.flat
+    }
+}
+
 /// Notes what a planned launch of kernel class `class` on `m`'s device is predicted to
 /// take (`pred`; `None`: not known yet), for its next kernel objects: while its launches
 /// look too short to yield (under half the least worth it, so that one a little longer
