@@ -92,6 +92,13 @@ const REPLACEMENTS: [(&str, bool); 6] = [
 /// matrix-vector kernel (`r_4_256_16_49`, one barrier) ran 3.4 times as long (750 µs
 /// against 218) on PoCL, and a lone tinygrad HP paid 14-21% at p50 for it
 /// (`docs/benchmarks.md`, session 44).
+///
+/// `get_global_linear_id` branches once, and its whole-launch branch is the spec's formula
+/// over the real builtins (not the builtin itself, which OpenCL C 1.2 does not declare, nor
+/// the other replacements, each testing the branch again): on PoCL a 1-D launch of 2^20
+/// items that writes its linear id ran 1.15-1.30x its bare time with the formula over the
+/// replacements, as fast as bare with this (`benches/kernel_cost.py`'s `linear_id`,
+/// session 46).
 pub(crate) const DEFINITIONS: &str = "
 /* SoftPreempt: the builtins that a slice would answer with its own geometry. */
 size_t __sp_global_offset_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_global_offset(d) : (size_t)(d == 0u ? g.s0 : d == 1u ? g.s1 : d == 2u ? g.s2 : 0ul); }
@@ -99,7 +106,7 @@ size_t __sp_global_size_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_global_s
 ulong __sp_local_size_H(ulong16 g, uint d) { return d == 0u ? g.s6 : d == 1u ? g.s7 : d == 2u ? g.s8 : 1ul; }
 size_t __sp_num_groups_H(ulong16 g, uint d) { return g.s9 == 0ul ? get_num_groups(d) : (size_t)(d == 0u ? g.sd : d == 1u ? g.se : d == 2u ? g.sf : 1ul); }
 size_t __sp_group_id_H(ulong16 g, uint d) { if (g.s9 == 0ul) return get_group_id(d); return get_group_id(d) + (size_t)(d == 0u ? g.sa : d == 1u ? g.sb : d == 2u ? g.sc : 0ul); }
-size_t __sp_global_linear_id_H(ulong16 g) { return (size_t)((((ulong)get_global_id(2) - (ulong)__sp_global_offset_H(g, 2u)) * (ulong)__sp_global_size_H(g, 1u) + ((ulong)get_global_id(1) - (ulong)__sp_global_offset_H(g, 1u))) * (ulong)__sp_global_size_H(g, 0u) + ((ulong)get_global_id(0) - (ulong)__sp_global_offset_H(g, 0u))); }
+size_t __sp_global_linear_id_H(ulong16 g) { if (g.s9 == 0ul) return ((get_global_id(2) - get_global_offset(2)) * get_global_size(1) + (get_global_id(1) - get_global_offset(1))) * get_global_size(0) + (get_global_id(0) - get_global_offset(0)); return (size_t)((((ulong)get_global_id(2) - g.s2) * g.s4 + ((ulong)get_global_id(1) - g.s1)) * g.s3 + ((ulong)get_global_id(0) - g.s0)); }
 ";
 
 /// The hidden argument's value for a launch that reaches the vendor whole (not sliced):
