@@ -527,12 +527,43 @@ fn pieces_carry_their_own_event_only_where_the_application_needs_its_times() {
     assert_eq!(slices.last().unwrap()["args"]["own_event"], 0);
 }
 
+/// Below this mean device time (host-observed, per launch through the FIFO) the layer
+/// calls a CPU device's kernel short and stops recording argument values for its new kernel
+/// objects: half of `yielding::MIN_YIELD_NS` (`yielding::note_prediction`).
+const SHORT_NS: u64 = 250_000;
+
+/// Child runs the direct-launch test may take: one whose FIFO launches took longer than
+/// [`SHORT_NS`] (a 64-item kernel on a heavily loaded machine) is run again.
+const DIRECT_ATTEMPTS: usize = 3;
+
 #[test]
 fn direct_launches_are_counted_in_the_profile_and_the_trace() {
     let Some(dir) = parent_dir(DIRECT_ROLE, "trace-direct") else {
         return;
     };
-    run_role("direct_child_role", DIRECT_ROLE, &dir);
+    let mut means = Vec::new();
+    for attempt in 0..DIRECT_ATTEMPTS {
+        let dir = dir.join(format!("attempt-{attempt}"));
+        run_role("direct_child_role", DIRECT_ROLE, &dir);
+        let mean = check_direct_counts(&dir);
+        if mean < SHORT_NS {
+            return;
+        }
+        // The kernel was not short on this machine just then, so the layer rightly kept
+        // recording (under two spinning processes on 2 cores it took milliseconds in 3-4
+        // runs of 10): what the rest of the test is about did not arise. Again.
+        means.push(mean);
+    }
+    panic!(
+        "the kernel never ran short enough for the layer to call it short \
+         (mean device ns of its FIFO launches, each attempt: {means:?})"
+    );
+}
+
+/// Checks one run of the direct-launch child whose trace and profile are in `dir`, and
+/// returns the mean device time of its launches through the FIFO; whether new kernel
+/// objects stopped recording is checked only where that mean was short.
+fn check_direct_counts(dir: &Path) -> u64 {
     let lines = read_profile(&dir.join("profile.jsonl"));
     let fill: Vec<&Value> = lines
         .iter()
@@ -551,10 +582,8 @@ fn direct_launches_are_counted_in_the_profile_and_the_trace() {
         "{lines:?}"
     );
     // The first kernel object, made before any launch was known, records its argument
-    // values (a yielding launch would replay them); the ones made once the kernel was
-    // known to be short record nothing.
+    // values (a yielding launch would replay them).
     assert!(count("direct_recorded") > 0, "{lines:?}");
-    assert!(count("direct_recorded") < count("direct"), "{lines:?}");
     // The first launches teach the timing model through the FIFO; once the kernel is known
     // to be short, it goes direct under the budget the idle high queue sets.
     assert!(count("direct_claimed") > 0, "{lines:?}");
@@ -571,6 +600,12 @@ fn direct_launches_are_counted_in_the_profile_and_the_trace() {
         .filter(|e| e["args"]["claimed"] == true)
         .count();
     assert_eq!(claimed as u64, count("direct_claimed"));
+    let mean = count("mean_device_ns");
+    if mean < SHORT_NS {
+        // The ones made once the kernel was known to be short record nothing.
+        assert!(count("direct_recorded") < count("direct"), "{lines:?}");
+    }
+    mean
 }
 
 /// Once its FIFO is empty, the submitter retires the pieces in flight before it gives up
