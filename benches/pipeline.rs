@@ -19,7 +19,9 @@
 //!
 //! Run: `cargo build --release -p softpreempt-icd && cargo bench --bench pipeline`
 //! (`--json FILE` writes every figure; `--requests N` per round; `--host-offset BYTES`
-//! where in a page the reads land, 0 by default).
+//! where in a page the reads land, 0 by default; `--stale N`: first N processes at the
+//! same priority register a queue and exit without releasing it, as applications often
+//! do, leaving their slots to whoever reclaims them).
 //!
 //! On PoCL, run it as `POCL_DEVICES=basic cargo bench --bench pipeline`: PoCL's default
 //! `pthread` device hands every command to worker threads that sleep and wake, so bare's
@@ -278,6 +280,11 @@ fn main() {
     if args.iter().any(|a| a == "--active-lp") {
         return active_lp();
     }
+    if args.iter().any(|a| a == "--register-and-exit") {
+        let _env = Env::sp();
+        // Without releasing the queue: its arbiter slot stays registered to a dead process.
+        std::process::exit(0);
+    }
     let release =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/libsoftpreempt.so");
     if std::env::var_os("SOFTPREEMPT_LIB").is_none() && release.exists() {
@@ -296,6 +303,14 @@ fn main() {
     std::fs::create_dir_all(&shm).unwrap();
     std::env::set_var("SOFTPREEMPT_SHM_DIR", &shm);
     std::env::set_var("SOFTPREEMPT_PRIORITY", "high");
+    let stale: usize = opt("--stale").map_or(0, |v| v.parse().expect("--stale N"));
+    for _ in 0..stale {
+        let st = Command::new(std::env::current_exe().unwrap())
+            .arg("--register-and-exit")
+            .status()
+            .expect("a stale client");
+        assert!(st.success(), "a stale client failed: {st}");
+    }
 
     let new_clients = || {
         [

@@ -177,6 +177,13 @@ impl Arbiter {
         let me = std::process::id();
         let start_time = liveness::process_start_time(me).unwrap_or(0);
         let exe = info.exe.clone().unwrap_or_else(default_exe);
+        // Dead clients' slots are reclaimed now, not only when a slot is needed: a process
+        // that exits without releasing its queues leaves its slots registered, and every
+        // live client's per-command look at lower or same-level peers walked them all (a
+        // lone top-priority queue on PoCL paid about 40 ns a command with about thirty
+        // such slots of earlier runs, `docs/benchmarks.md`, session 47). One lock attempt
+        // per occupied slot, once per registration.
+        sh.reclaim_dead(None);
         for pass in 0..2 {
             for i in 0..n {
                 // First pass: free slots only; second pass: also slots of dead owners.

@@ -312,6 +312,19 @@ fn kill_9_of_grant_or_demand_holder_unblocks_others() {
     assert!(snap.reclaims >= 3);
 }
 
+/// A low-priority child with two clients, one holding a grant, ready to be killed.
+fn spawn_low_hog(d: &TestDir) -> Kid {
+    let hog = spawn(
+        d,
+        "hog",
+        "low",
+        "hog",
+        &[("SP_HOLD", "grant".into()), ("SP_EXTRA", "1".into())],
+    );
+    eventually("hog ready", LIVENESS, || d.0.join("hog.ready").exists());
+    hog
+}
+
 /// A dead process's slots are taken over at registration when the segment is full.
 #[test]
 fn registration_reclaims_slots_of_a_killed_process() {
@@ -320,14 +333,7 @@ fn registration_reclaims_slots_of_a_killed_process() {
     o.max_clients = 2;
     let arb = Arbiter::open(KEY, &o).unwrap();
     // The child opens the existing segment (2 slots) and fills both.
-    let mut hog = spawn(
-        &d,
-        "hog",
-        "low",
-        "hog",
-        &[("SP_HOLD", "grant".into()), ("SP_EXTRA", "1".into())],
-    );
-    eventually("hog ready", LIVENESS, || d.0.join("hog.ready").exists());
+    let mut hog = spawn_low_hog(&d);
     assert!(matches!(
         arb.register(ClientInfo::new(Priority::NORMAL)),
         Err(SchedError::Full { .. })
@@ -346,4 +352,34 @@ fn registration_reclaims_slots_of_a_killed_process() {
         .expect("no dead demand is left in the way")
         .complete(1);
     drop((a, b));
+}
+
+/// A dead process's slots are reclaimed at the next registration even when free slots
+/// remain, so that live clients' looks at their peers no longer walk them.
+#[test]
+fn registration_reclaims_dead_slots_when_slots_are_free() {
+    let d = TestDir::new("mp-sweep");
+    let arb = Arbiter::open(KEY, &d.opts()).unwrap();
+    let mut hog = spawn_low_hog(&d);
+    hog.kill9();
+    let dead = |arb: &Arbiter| {
+        arb.snapshot()
+            .clients
+            .iter()
+            .filter(|c| c.state != ClientState::Reclaimed && c.process_alive == Some(false))
+            .count()
+    };
+    assert_eq!(
+        dead(&arb),
+        2,
+        "both of the hog's slots stay until someone reclaims"
+    );
+    let me = arb.register(ClientInfo::new(Priority::HIGH)).unwrap();
+    assert_eq!(dead(&arb), 0, "registration reclaimed them");
+    assert!(arb.snapshot().reclaims >= 2);
+    assert!(
+        !me.lower_priority_registered(),
+        "no dead lower client is left registered"
+    );
+    drop(me);
 }
