@@ -92,6 +92,14 @@ fn the_watcher_idles_the_threads_while_the_low_queue_is_inside_a_long_launch() {
          higher priority (launch still running at the end of the wait: {still_running})\n{}",
         mc::describe(dir)
     );
+    // The watcher, which the higher priority's requests wake, never preempts its thread:
+    // it runs in the batch class (`os_priority::no_wakeup_preemption`).
+    let watchers: Vec<u32> = mc::thread_policies()
+        .into_iter()
+        .filter(|(name, _)| name.starts_with("softpreempt-wat"))
+        .map(|(_, p)| p)
+        .collect();
+    assert_eq!(watchers, vec![mc::SCHED_BATCH], "the watcher's policy");
     let got: Vec<u32> = env.read_on(low, out, ITEMS);
     assert_eq!(mc::check_fill(&got, 0, 7, iters), None);
     // SAFETY: objects the test owns.

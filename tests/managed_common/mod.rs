@@ -526,26 +526,34 @@ pub fn is_gpu(env: &common::Env) -> bool {
 // CPU devices' threads and a high-priority child.
 
 /// `SCHED_IDLE` in `sched_getscheduler`'s numbering (Linux).
-const SCHED_IDLE: u32 = 5;
+pub const SCHED_IDLE: u32 = 5;
+/// `SCHED_BATCH` in `sched_getscheduler`'s numbering (Linux).
+pub const SCHED_BATCH: u32 = 3;
 
 /// This process's threads in the idle scheduling class (field 41 of
 /// `/proc/self/task/*/stat`, read after the command name, which may hold spaces).
 pub fn idle_threads() -> usize {
+    thread_policies()
+        .iter()
+        .filter(|(_, p)| *p == SCHED_IDLE)
+        .count()
+}
+
+/// Each thread of this process: its name and its scheduling policy.
+pub fn thread_policies() -> Vec<(String, u32)> {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
+        return Vec::new();
     };
     tasks
         .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("stat")).ok())
-        .filter(|s| {
-            let after = &s[s.rfind(')').map_or(0, |i| i + 1)..];
+        .filter_map(|s| {
+            let (open, close) = (s.find('(')?, s.rfind(')')?);
+            let name = s.get(open + 1..close)?.to_string();
             // Fields from the 3rd on: the policy (41st) is the 39th of them.
-            after
-                .split_whitespace()
-                .nth(38)
-                .and_then(|p| p.parse().ok())
-                == Some(SCHED_IDLE)
+            let policy = s[close + 1..].split_whitespace().nth(38)?.parse().ok()?;
+            Some((name, policy))
         })
-        .count()
+        .collect()
 }
 
 /// Starts this test binary's `test` (a role calling [`high_child`]) as a child with

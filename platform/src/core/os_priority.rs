@@ -74,6 +74,27 @@ pub fn normal_class(tids: &[i32]) -> std::io::Result<usize> {
     set_policy(tids, libc::SCHED_OTHER)
 }
 
+/// Puts the calling thread, one of the layer's own, in the batch class (`SCHED_BATCH`):
+/// woken, it waits for the running thread to sleep or use up its time slice instead of
+/// preempting it, and otherwise competes as an ordinary thread (and still preempts
+/// idle-class ones). For threads that another process's latency-critical work wakes: the
+/// yield watcher (a higher priority's demand), a low queue's submitter on a CPU device
+/// (a higher priority's demand ending), the bound on unsynchronised demand (a higher
+/// priority's command). A woken ordinary thread took the core from the thread that woke it,
+/// and when it slept again, Linux's EEVDF scheduler (6.6 on) could hand that core to an
+/// idle-class worker of the lower process, which has fair-share credit to spend, until the
+/// next tick: 3-5 ms late for a 1.5 ms request of the PoCL demo's HP (`perf sched`,
+/// docs/benchmarks.md, session 48). The batch class needs no privilege, either way.
+/// `what` names the thread in the log where the system refuses.
+pub fn no_wakeup_preemption(what: &str) {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: a plain system call on the calling thread (0), with a valid sched_param.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } != 0 {
+        let e = std::io::Error::last_os_error();
+        tracing::debug!("the {what} thread stays in its scheduling class: {e}");
+    }
+}
+
 /// Scheduling policy of thread `tid`.
 #[cfg(test)]
 fn policy_of(tid: i32) -> Option<libc::c_int> {
@@ -115,5 +136,17 @@ mod tests {
         h.join().unwrap();
         // A thread that is gone is skipped, not an error.
         assert_eq!(idle_class(&tids).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_layer_thread_goes_to_the_batch_class() {
+        let policy = std::thread::spawn(|| {
+            no_wakeup_preemption("test");
+            // SAFETY: gettid has no preconditions.
+            policy_of(unsafe { libc::gettid() })
+        })
+        .join()
+        .unwrap();
+        assert_eq!(policy, Some(libc::SCHED_BATCH));
     }
 }

@@ -478,6 +478,13 @@ impl Managed {
         self.os_platform.is_some_and(|p| p.get().workers_idle())
     }
 
+    /// Whether this is a low queue on a CPU device whose threads may go to the idle class
+    /// (see `os_priority`): its submitter then never preempts another thread
+    /// (`os_priority::no_wakeup_preemption`).
+    pub fn low_on_cpu_device(&self) -> bool {
+        self.os_platform.is_some()
+    }
+
     /// For the watcher: moves this low queue's CPU device threads to the idle class if a
     /// higher priority is registered (see [`Managed::higher_registered`]).
     pub fn idle_workers_if_outranked(&self) {

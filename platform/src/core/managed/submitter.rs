@@ -281,6 +281,11 @@ const SPENT_MAX: usize = 64;
 
 /// The thread body.
 pub fn run(m: Arc<Managed>) {
+    // Woken by a higher priority's demand ending, a low queue's submitter on a CPU device
+    // would take that thread's core (see `os_priority::no_wakeup_preemption`).
+    if m.low_on_cpu_device() {
+        crate::core::os_priority::no_wakeup_preemption("submitter");
+    }
     let mut s = Submitter::new(m);
     loop {
         let cmd = {

@@ -131,6 +131,8 @@ fn look(a: Armed, now: Instant) -> Option<Armed> {
 
 /// The thread: looks at queues as they fall due.
 fn run() {
+    // Armed by a higher priority's command, whose thread this wake-up must not preempt.
+    crate::core::os_priority::no_wakeup_preemption("demand bound");
     let mut st = lock();
     loop {
         let now = Instant::now();

@@ -804,6 +804,30 @@ struct Watcher {
     /// `yielding = "chaos"`: when the watcher wakes next (`monotonic_ns`), `u64::MAX`
     /// while it looks at the running launches (see [`start`]).
     wake_at: AtomicU64,
+    /// Bumped by [`start`] when a run joins `running`; the watcher sleeps on it instead of
+    /// the arbiter's yield generation while it has no run to stop (see [`Watcher::run`]).
+    kick: Mutex<u64>,
+    kicked: std::sync::Condvar,
+}
+
+impl Watcher {
+    fn kicks(&self) -> u64 {
+        *self.kick.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A run joined `running`: a watcher asleep without one looks again.
+    fn kick(&self) {
+        *self.kick.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.kicked.notify_all();
+    }
+
+    /// Sleeps until a run joins `running` after the watcher read `seen` kicks, or `wait`.
+    fn wait_kick(&self, seen: u64, wait: Duration) {
+        let g = self.kick.lock().unwrap_or_else(|e| e.into_inner());
+        if *g == seen {
+            drop(self.kicked.wait_timeout(g, wait));
+        }
+    }
 }
 
 static WATCHERS: Lazy<Mutex<HashMap<usize, Arc<Watcher>>>> = Lazy::new(Default::default);
@@ -819,6 +843,8 @@ fn watcher(arbiter: &Arc<Arbiter>) -> Arc<Watcher> {
         running: Mutex::new(Vec::new()),
         queues: Mutex::new(Vec::new()),
         wake_at: AtomicU64::new(u64::MAX),
+        kick: Mutex::new(0),
+        kicked: Default::default(),
     });
     let me = w.clone();
     let spawned = std::thread::Builder::new()
@@ -877,6 +903,7 @@ pub fn start(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(r.clone());
+        w.kick();
     }
     // A request that came before the watcher saw this run is not missed: the watcher
     // wakes for every later one, and this looks at the earlier ones. A chaos moment that
@@ -969,11 +996,14 @@ impl Watcher {
     fn run(self: Arc<Self>) {
         let mut last_beat = Instant::now();
         let chaos = config::config().sched.yielding == YieldMode::Chaos;
+        // A higher priority's demand wakes it: it must not take that thread's core.
+        crate::core::os_priority::no_wakeup_preemption("yield watcher");
         loop {
             if chaos {
                 self.wake_at.store(u64::MAX, Ordering::SeqCst);
             }
             let seen = self.arbiter.yield_generation();
+            let kicks = self.kicks();
             let now = Instant::now();
             let now_ns = softpreempt_sched::monotonic_ns();
             let running: Vec<Arc<Running>> = self
@@ -1025,7 +1055,16 @@ impl Watcher {
                 let wake_at = softpreempt_sched::monotonic_ns() + wait.as_nanos() as u64;
                 self.wake_at.store(wake_at, Ordering::SeqCst);
             }
-            self.arbiter.wait_yield_generation(seen, wait);
+            // With no run of this process on the device, a yield request has nothing to
+            // stop here: the watcher then sleeps apart from the arbiter's futex, which
+            // every request wakes in every process, the requester's own included (the
+            // PoCL demo's HP woke its own watcher at each request). A run that joins the
+            // list kicks it (`start`, which also asks a run whose request came first).
+            if running.is_empty() && !chaos {
+                self.wait_kick(kicks, wait);
+            } else {
+                self.arbiter.wait_yield_generation(seen, wait);
+            }
         }
     }
 }
