@@ -259,6 +259,12 @@ pub fn flat_run_groups(total: u64, done: u64) -> u64 {
     total.saturating_sub(done).min(FLAT_RUN_GROUPS)
 }
 
+/// How [`ENTRY_FLAT`] runs the body: once, under this condition, unless the body has
+/// barriers and no `return`, where it runs as [`FLAT_ROUNDS`] (see `Yielder::entry`).
+const FLAT_ONCE: &str = "if (__sp_yt[0] != 0u) {";
+/// The body's zero or one rounds.
+const FLAT_ROUNDS: &str = "for (uint __sp_go = 0u; __sp_go < __sp_yt[0]; ++__sp_go) {";
+
 /// Keywords that start a statement which may hold other statements.
 const COMPOUND: &[&str] = &[
     "if", "else", "for", "while", "do", "switch", "case", "default",
@@ -555,9 +561,20 @@ impl<'a> Yielder<'a> {
         let head = raw(self.tok(first).start..self.tok(f.name_at).start);
         let post = raw(self.tok(f.close).end..self.tok(open).start);
         let next = if jumps.is_empty() { "" } else { NEXT_LABEL };
+        // PoCL 3.1 mishandled the barriers of OpenCV's `calculate_histogram` under the flat
+        // entry's `if` (a condition loaded from `__local` memory, which it cannot prove
+        // uniform) and corrupted its own heap, on bare PoCL too; as a loop of zero or one
+        // rounds it ran correctly. But a body that leaves with `return` inside that loop
+        // ran wrongly (whole partial groups unwritten), so such a body keeps the `if`
+        // (`docs/compatibility.md`, 2026-11-29).
+        let barriers = mentions(self.unit, toks)
+            .any(|m| !m.member && matches!(m.name, "barrier" | "work_group_barrier"));
         let template = match self.form {
-            EntryForm::Persistent => ENTRY,
-            EntryForm::Flat => ENTRY_FLAT,
+            EntryForm::Persistent => ENTRY.to_string(),
+            EntryForm::Flat if barriers && returns.is_empty() => {
+                ENTRY_FLAT.replace(FLAT_ONCE, FLAT_ROUNDS)
+            }
+            EntryForm::Flat => ENTRY_FLAT.to_string(),
         };
         let template = template.replace("_H(", &format!("_{}(", self.r.suffix));
         let entry = fill(
