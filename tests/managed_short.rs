@@ -21,6 +21,18 @@ fn low_grants(dir: &std::path::Path) -> u64 {
     mc::clients_at(dir, "low").iter().map(|c| c.grants).sum()
 }
 
+fn normal_grants(dir: &std::path::Path) -> u64 {
+    mc::clients_at(dir, "normal").iter().map(|c| c.grants).sum()
+}
+
+/// Enqueues `fill` on `q` over [`N`] items into `out`, with `seed` and `iters`.
+fn fill_on(q: cl_command_queue, k: cl_kernel, out: cl_mem, seed: u32, iters: u32) {
+    mc::arg(k, 0, out);
+    mc::arg(k, 1, seed);
+    mc::arg(k, 2, iters);
+    ok(mc::enqueue(q, k, None, &[N], Some(&[64]), &[], None));
+}
+
 /// The arbiter directory, the serial guard, and on the SoftPreempt platform a low and an
 /// (idle) high queue and the fill program.
 fn setup() -> (
@@ -46,12 +58,7 @@ fn short_launches_skip_the_submitter_while_the_high_priority_is_idle() {
     let (dir, _g, env, low, high, prog) = setup();
     let k = env.kernel(prog, "fill");
     let out = env.buffer(N * 4);
-    let run = |q: cl_command_queue, seed: u32| {
-        mc::arg(k, 0, out);
-        mc::arg(k, 1, seed);
-        mc::arg(k, 2, ITERS);
-        ok(mc::enqueue(q, k, None, &[N], Some(&[64]), &[], None));
-    };
+    let run = |q: cl_command_queue, seed: u32| fill_on(q, k, out, seed, ITERS);
     // The first launches go through the submitter and teach the model.
     for s in 0..5 {
         run(low, s);
@@ -114,10 +121,7 @@ fn kernel_objects_made_per_launch_share_what_was_learned() {
     let out = env.buffer(N * 4);
     let run = |seed: u32| {
         let k = env.kernel(prog, "fill");
-        mc::arg(k, 0, out);
-        mc::arg(k, 1, seed);
-        mc::arg(k, 2, ITERS);
-        ok(mc::enqueue(low, k, None, &[N], Some(&[64]), &[], None));
+        fill_on(low, k, out, seed, ITERS);
         // SAFETY: the test's kernel; the launch keeps what it needs.
         ok(unsafe { clReleaseKernel(k) });
         mc::finish(low);
@@ -142,4 +146,45 @@ fn kernel_objects_made_per_launch_share_what_was_learned() {
         // SAFETY: queues the test owns.
         ok(unsafe { clReleaseCommandQueue(q) });
     }
+}
+
+/// A kernel's first launch alone never sends its later launches straight to the vendor
+/// (where they are no longer timed): that launch may have been cheap (here, few
+/// iterations), cold, or on PoCL cut into small pieces that ran many times faster per
+/// group than the kernel's launches do (a fresh-clone CI run sent a 60 ms kernel's 23
+/// launches after its first one direct, as if shorter than a piece). Its second launch,
+/// long, goes through the submitter, which learns it, and so do the long ones after it.
+/// Shown through the arbiter's grants (a direct launch takes none), never through timing.
+#[test]
+fn one_cheap_launch_does_not_send_a_kernel_direct() {
+    const LONG_MS: f64 = 40.0;
+    let dir = mc::init(SCHED);
+    let _g = mc::serial();
+    let env = Env::sp();
+    // A lone queue of the default priority: nothing makes its launches defer.
+    let q = env.queue;
+    let prog = mc::build(&env, &format!("{}{}", mc::MIX_CL, mc::FILL_CL), "")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let long_iters = mc::fill_iters_for(N, LONG_MS);
+    let k = env.kernel(prog, "fill");
+    let out = env.buffer(N * 4);
+    let run = |seed: u32, iters: u32| {
+        fill_on(q, k, out, seed, iters);
+        mc::finish(q);
+    };
+    run(0, ITERS);
+    let mut grants = normal_grants(dir);
+    assert!(grants > 0, "{}", mc::describe(dir));
+    for seed in 1..4 {
+        run(seed, long_iters);
+        let now = normal_grants(dir);
+        assert!(
+            now > grants,
+            "long launch {seed} ({long_iters} iterations) went direct after one cheap launch\n{}",
+            mc::describe(dir)
+        );
+        grants = now;
+    }
+    let got: Vec<u32> = env.read(out, N);
+    assert_eq!(mc::check_fill(&got, 0, 3, long_iters), None);
 }

@@ -330,13 +330,21 @@ pub fn launch(
     ) else {
         return Ok(Launch::Direct(0));
     };
-    let pred = launch::predicted_ns(k, &m.device, &geo);
+    let predicted = launch::predicted_ns(k, &m.device, &geo);
+    let pred = predicted.ns;
     managed::yielding::note_prediction(m, &k.class, pred);
+    // A direct launch is not timed, so sending a kernel's launches straight to the vendor
+    // ends what they teach: only a model settled by a second launch may do it. The first
+    // launch alone may have been cheap (fewer iterations), cold, or cut on PoCL into small
+    // first pieces that ran several times faster per group than its launches do; a
+    // fresh-clone CI run so sent a 60 ms kernel's 23 launches after its first one direct
+    // (`tests/managed_idle_higher.rs`; `tests/managed_short.rs` shows the cheap case).
+    let settled = pred.filter(|_| predicted.settled);
     if !m.must_defer() {
         // Nothing forces the FIFO (rule 6): only a launch that may be cut and is longer
-        // than a piece, or not measured yet (its first launch teaches the model), goes
-        // through it, to be cut into pieces; the rest goes straight to the vendor.
-        if !launch::may_slice(k, &geo, m.in_order) || pred.is_some_and(|p| p <= m.piece_ns()) {
+        // than a piece, or not measured enough yet (its first launches teach the model),
+        // goes through it, to be cut into pieces; the rest goes straight to the vendor.
+        if !launch::may_slice(k, &geo, m.in_order) || settled.is_some_and(|p| p <= m.piece_ns()) {
             if let Some(p) = pred {
                 let items: usize = geo.global[..geo.work_dim as usize].iter().product();
                 let per_item = p as f64 / items.max(1) as f64;
@@ -351,7 +359,7 @@ pub fn launch(
         if learned.load(Ordering::Relaxed) < managed::LEARN_ALONE {
             learned.fetch_add(1, Ordering::Relaxed);
         }
-    } else if let Some(pred) = pred {
+    } else if let Some(pred) = settled {
         // A launch known to be short goes direct while the budget allows (rule 6).
         if m.claim_direct(pred.max(1)) {
             return Ok(Launch::Direct(pred.max(1)));

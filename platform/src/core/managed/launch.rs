@@ -417,23 +417,36 @@ fn null_local_unit(
     (unit, false)
 }
 
-/// The whole launch's device time as the kernel's timing model predicts it, once the
-/// model has data (a launch of a kernel never sliced has none).
+/// The whole launch's device time as the kernel's timing model predicts it.
+#[derive(Clone, Copy, Debug)]
+pub struct Prediction {
+    /// The predicted ns, once the model has data (a launch of a kernel never sliced has
+    /// none).
+    pub ns: Option<u64>,
+    /// Whether the model rests on more than the kernel's first launch
+    /// (`TimingModel::warm`): that launch's observations may be all cold start, or, on
+    /// PoCL, a few small pieces that ran many times faster per group than the kernel's
+    /// launches do.
+    pub settled: bool,
+}
+
+/// The whole launch's device time as the kernel's timing model predicts it.
 pub fn predicted_ns(
     k: &Kernel,
     device: &crate::core::forward::Inner<cl_device_id>,
     geo: &Geometry,
-) -> Option<u64> {
+) -> Prediction {
     let (unit, _) = unit_of(k, device, geo);
     let d = geo.work_dim as usize;
     let groups: u64 = (0..d)
         .map(|i| geo.global[i].div_ceil(unit[i].max(1)) as u64)
         .product();
     let (wave, _) = wave_work_groups(device, unit.iter().product());
-    k.class
-        .models
-        .get(device.h as usize)
-        .predict(softpreempt_sched::waves(groups, wave))
+    let model = k.class.models.get(device.h as usize);
+    Prediction {
+        ns: model.predict(softpreempt_sched::waves(groups, wave)),
+        settled: model.warm(),
+    }
 }
 
 /// Whether a launch of `k` over `geo` may be cut (rule 5): an in-order queue, and a kernel
