@@ -260,10 +260,11 @@ pub fn flat_run_groups(total: u64, done: u64) -> u64 {
 }
 
 /// How [`ENTRY_FLAT`] runs the body: once, under this condition, unless the body has
-/// barriers and no `return`, where it runs as [`FLAT_ROUNDS`] (see `Yielder::entry`).
-const FLAT_ONCE: &str = "if (__sp_yt[0] != 0u) {";
+/// barriers (then no `return`), where it runs as [`FLAT_ROUNDS`] (see
+/// `Yielder::definition`).
+pub(crate) const FLAT_ONCE: &str = "if (__sp_yt[0] != 0u) {";
 /// The body's zero or one rounds.
-const FLAT_ROUNDS: &str = "for (uint __sp_go = 0u; __sp_go < __sp_yt[0]; ++__sp_go) {";
+pub(crate) const FLAT_ROUNDS: &str = "for (uint __sp_go = 0u; __sp_go < __sp_yt[0]; ++__sp_go) {";
 
 /// Keywords that start a statement which may hold other statements.
 const COMPOUND: &[&str] = &[
@@ -564,16 +565,13 @@ impl<'a> Yielder<'a> {
         // PoCL 3.1 mishandled the barriers of OpenCV's `calculate_histogram` under the flat
         // entry's `if` (a condition loaded from `__local` memory, which it cannot prove
         // uniform) and corrupted its own heap, on bare PoCL too; as a loop of zero or one
-        // rounds it ran correctly. But a body that leaves with `return` inside that loop
-        // ran wrongly (whole partial groups unwritten), so such a body keeps the `if`
-        // (`docs/compatibility.md`, 2026-11-29).
+        // rounds it ran correctly. A body with barriers has no `return` here: the flat form
+        // refuses one (`Yielder::check_uniform`, `docs/compatibility.md`, 2026-11-29).
         let barriers = mentions(self.unit, toks)
             .any(|m| !m.member && matches!(m.name, "barrier" | "work_group_barrier"));
         let template = match self.form {
             EntryForm::Persistent => ENTRY.to_string(),
-            EntryForm::Flat if barriers && returns.is_empty() => {
-                ENTRY_FLAT.replace(FLAT_ONCE, FLAT_ROUNDS)
-            }
+            EntryForm::Flat if barriers => ENTRY_FLAT.replace(FLAT_ONCE, FLAT_ROUNDS),
             EntryForm::Flat => ENTRY_FLAT.to_string(),
         };
         let template = template.replace("_H(", &format!("_{}(", self.r.suffix));
@@ -694,6 +692,21 @@ impl<'a> Yielder<'a> {
         let (Some(&first_return), Some(&last_sync)) = (returns.first(), syncs.last()) else {
             return Ok(());
         };
+        // No flat entry that PoCL 3.1 runs right was found for a body with both: under the
+        // entry's `if`, OpenCV's `calculate_histogram` with a `return` after its last
+        // barrier corrupted PoCL's heap (so did the kernel without it, which now runs as
+        // zero or one rounds, `FLAT_ROUNDS`); in those rounds, a `return` that stayed or
+        // became a `break` left whole groups unwritten, and one that jumped to the end of
+        // the round made PoCL's compiler abort the process on a generated kernel with a
+        // `return` in a `switch` ("Could not find a dominating alternative variable";
+        // `docs/compatibility.md`, 2026-11-29). Such a kernel is sliced on a CPU device.
+        if self.form == EntryForm::Flat {
+            return Err(format!(
+                "the `return` on line {} is in a body with a barrier or a work-group \
+                 function (PoCL 3.1 runs that wrongly in a flat entry)",
+                self.line(base + first_return)
+            ));
+        }
         let refuse = |at: usize| {
             Err(format!(
                 "the `return` on line {} may be followed by a barrier or a work-group function \
