@@ -527,9 +527,14 @@ fn pieces_carry_their_own_event_only_where_the_application_needs_its_times() {
     assert_eq!(slices.last().unwrap()["args"]["own_event"], 0);
 }
 
-/// Below this mean device time (host-observed, per launch through the FIFO) the layer
-/// calls a CPU device's kernel short and stops recording argument values for its new kernel
-/// objects: half of `yielding::MIN_YIELD_NS` (`yielding::note_prediction`).
+/// Below this mean device time (host-observed, per piece through the FIFO, the longest
+/// left out) the layer calls a CPU device's kernel short and stops recording argument
+/// values for its new kernel objects: half of `yielding::MIN_YIELD_NS`
+/// (`yielding::note_prediction`). The longest piece is left out as the timing model leaves
+/// out a first launch that a later one shows cold (`TimingModel::COLD_FACTOR`): a cold
+/// first launch of this 64-item kernel took 3.5 ms (PoCL compiling its work-group
+/// function) and alone put the mean of ten pieces at 0.41 ms, the others 60 µs; a fresh CI
+/// clone's three attempts all had means of 0.32-0.78 ms so.
 const SHORT_NS: u64 = 250_000;
 
 /// Child runs the direct-launch test may take: one whose FIFO launches took longer than
@@ -556,13 +561,13 @@ fn direct_launches_are_counted_in_the_profile_and_the_trace() {
     }
     panic!(
         "the kernel never ran short enough for the layer to call it short \
-         (mean device ns of its FIFO launches, each attempt: {means:?})"
+         (mean device ns of its FIFO pieces but the longest, each attempt: {means:?})"
     );
 }
 
 /// Checks one run of the direct-launch child whose trace and profile are in `dir`, and
-/// returns the mean device time of its launches through the FIFO; whether new kernel
-/// objects stopped recording is checked only where that mean was short.
+/// returns the mean device time of its pieces through the FIFO but the longest; whether
+/// new kernel objects stopped recording is checked only where that mean was short.
 fn check_direct_counts(dir: &Path) -> u64 {
     let lines = read_profile(&dir.join("profile.jsonl"));
     let fill: Vec<&Value> = lines
@@ -600,7 +605,9 @@ fn check_direct_counts(dir: &Path) -> u64 {
         .filter(|e| e["args"]["claimed"] == true)
         .count();
     assert_eq!(claimed as u64, count("direct_claimed"));
-    let mean = count("mean_device_ns");
+    let pieces = count("slices");
+    assert!(pieces >= 2, "the model learns from two launches: {lines:?}");
+    let mean = (count("total_device_ns") - count("max_piece_ns")) / (pieces - 1);
     if mean < SHORT_NS {
         // The ones made once the kernel was known to be short record nothing.
         assert!(count("direct_recorded") < count("direct"), "{lines:?}");
