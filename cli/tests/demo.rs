@@ -14,6 +14,7 @@ fn quick_demo_runs_every_scenario_and_checks_the_results() {
     for row in [
         "HP alone, bare vendor",
         "HP + LP, bare vendor",
+        "HP alone, through SoftPreempt",
         "HP + LP, through SoftPreempt",
     ] {
         let line = out
@@ -25,6 +26,10 @@ fn quick_demo_runs_every_scenario_and_checks_the_results() {
     }
     assert!(
         out.contains("results bit-identical on every path: yes"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the HP alone pays ") && out.contains("% p50 through SoftPreempt"),
         "{out}"
     );
     // Without a terminal, the progress goes to stderr one phase per line.
@@ -107,10 +112,17 @@ fn the_demo_writes_each_launch_s_times_where_asked() {
         .iter()
         .map(|n| n.rsplit_once('-').unwrap().0)
         .collect();
-    // Two bare HPs (alone, and next to the LP), one through the layer; an LP for each co-run.
+    // An HP alone and one next to the LP on each path; an LP for each co-run.
     assert_eq!(
         kinds,
-        ["hp-bare", "hp-bare", "hp-layered", "lp-bare", "lp-layered"],
+        [
+            "hp-bare",
+            "hp-bare",
+            "hp-layered",
+            "hp-layered",
+            "lp-bare",
+            "lp-layered"
+        ],
         "{names:?}"
     );
     for n in &names {

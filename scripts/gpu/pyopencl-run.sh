@@ -3,7 +3,8 @@
 # holding the cp312 wheels of pyopencl, pytools, platformdirs, siphash24 and
 # typing_extensions): the wheels are unpacked onto PYTHONPATH (no pip, no network there),
 # then benches/pyopencl_pair.py runs with a GPU-shaped LP (millions of short work-items),
-# binary cache warm. Results: printed, and $OUT/pyopencl.tgz.
+# binary cache warm: 50 ms LP launches ("short") and 12 ms ones, issue 23's row ("short12");
+# PAIR_ROWS_EXTRA adds "name|flags" rows. Results: printed, and $OUT/pyopencl.tgz.
 set -u
 cd "$(dirname "$0")/../.."
 . scripts/gpu-env.sh
@@ -14,7 +15,7 @@ for w in carry/wheels/{pyopencl,pytools,platformdirs,siphash24,typing_extensions
 done
 export PYTHONPATH=$PY
 python3 -c 'import pyopencl as cl; print("pyopencl", cl.VERSION_TEXT)'
-for row in "short|" ${PAIR_ROWS_EXTRA:-}; do
+for row in "short|" "short12|--lp-ms 12" ${PAIR_ROWS_EXTRA:-}; do
   name=${row%%|*} flags=${row#*|}
   # shellcheck disable=SC2086
   timeout 300 python3 benches/pyopencl_pair.py --lib "$SOFTPREEMPT_LIB" --vendor-lib "$NV" \

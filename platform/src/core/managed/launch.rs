@@ -442,9 +442,11 @@ pub fn predicted_ns(
         .map(|i| geo.global[i].div_ceil(unit[i].max(1)) as u64)
         .product();
     let (wave, _) = wave_work_groups(device, unit.iter().product());
-    let model = k.class.models.get(device.h as usize);
+    let waves = softpreempt_sched::waves(groups, wave);
+    let (model, last) = k.class.models.with_last(device.h as usize);
+    let ns = super::models::predict_bounded(&model, last, waves);
     Prediction {
-        ns: model.predict(softpreempt_sched::waves(groups, wave)),
+        ns,
         settled: model.warm(),
     }
 }

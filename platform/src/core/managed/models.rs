@@ -1,5 +1,6 @@
 //! A kernel class's own copies of its timing models, one per device, which the launch path
-//! reads (`launch::predicted_ns`) without the process-wide table's lock and hash.
+//! reads (`launch::predicted_ns`) without the process-wide table's lock and hash, and the
+//! device time of the class's last launch observed whole on each device.
 //!
 //! The process-wide table (`submitter::MODELS`) stays the one the submitter learns in;
 //! every change to an entry is copied here under that table's lock (`submitter::observe`,
@@ -9,35 +10,176 @@ use smallvec::SmallVec;
 use softpreempt_sched::TimingModel;
 use std::sync::{Mutex, MutexGuard};
 
+/// What a class knows on one device.
+#[derive(Clone, Copy)]
+struct OnDevice {
+    device: usize,
+    model: TimingModel,
+    last_launch: Option<LaunchTime>,
+}
+
+/// A launch of the class whose every piece was timed: its size in waves and its own
+/// device time (each piece's time divided by the clients that shared the device).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LaunchTime {
+    pub waves: f64,
+    pub ns: u64,
+}
+
+impl LaunchTime {
+    /// This launch's time scaled to one of `waves` waves, its fixed cost (`fixed_ns`, the
+    /// model's, at most the whole) paid once: a launch of one wave, mostly fixed cost,
+    /// does not make one of a thousand look a thousand times as long.
+    pub fn scaled_to(&self, waves: u64, fixed_ns: f64) -> u64 {
+        if self.waves <= 0.0 {
+            return 0;
+        }
+        let ns = self.ns as f64;
+        let fixed = fixed_ns.clamp(0.0, ns);
+        (fixed + (ns - fixed) * waves as f64 / self.waves).min(u64::MAX as f64) as u64
+    }
+}
+
+/// What a launch of `waves` waves should take: the model's prediction, never shorter than
+/// the class's last launch timed whole, scaled to this one's size. The model is learned
+/// from pieces, and an uneven kernel's cheap rows can make it read a long launch as short
+/// (`Submitter::note_launch_time`), which would send the kernel's launches straight to the
+/// vendor, untimed, for good. A launch that really got shorter is timed whole again before
+/// it goes direct, and then lowers the bound.
+pub fn predict_bounded(model: &TimingModel, last: Option<LaunchTime>, waves: u64) -> Option<u64> {
+    model.predict(waves).map(|p| {
+        let fixed = model.fit().map_or(0.0, |(fixed, _)| fixed);
+        last.map_or(p, |l| p.max(l.scaled_to(waves, fixed)))
+    })
+}
+
 /// The timing models of one kernel class, by device (its inner handle).
 #[derive(Default)]
-pub struct ClassModels(Mutex<SmallVec<[(usize, TimingModel); 1]>>);
+pub struct ClassModels(Mutex<SmallVec<[OnDevice; 1]>>);
 
 impl ClassModels {
-    fn lock(&self) -> MutexGuard<'_, SmallVec<[(usize, TimingModel); 1]>> {
+    fn lock(&self) -> MutexGuard<'_, SmallVec<[OnDevice; 1]>> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn entry<'a>(all: &'a mut SmallVec<[OnDevice; 1]>, device: usize) -> &'a mut OnDevice {
+        match all.iter().position(|d| d.device == device) {
+            Some(i) => &mut all[i],
+            None => {
+                all.push(OnDevice {
+                    device,
+                    model: TimingModel::default(),
+                    last_launch: None,
+                });
+                all.last_mut().expect("just pushed")
+            }
+        }
     }
 
     /// The class's model on `device`: a fresh one while nothing is learned, as the
     /// process-wide table gives.
     pub fn get(&self, device: usize) -> TimingModel {
+        self.with_last(device).0
+    }
+
+    /// The class's model on `device`, and its last launch timed whole there.
+    pub fn with_last(&self, device: usize) -> (TimingModel, Option<LaunchTime>) {
         self.lock()
             .iter()
-            .find(|(d, _)| *d == device)
-            .map_or_else(TimingModel::default, |(_, m)| *m)
+            .find(|d| d.device == device)
+            .map_or((TimingModel::default(), None), |d| (d.model, d.last_launch))
     }
 
     /// Replaces the copy for `device` (only under the process-wide table's lock).
     pub(super) fn set(&self, device: usize, model: TimingModel) {
-        let mut all = self.lock();
-        match all.iter_mut().find(|(d, _)| *d == device) {
-            Some((_, m)) => *m = model,
-            None => all.push((device, model)),
-        }
+        Self::entry(&mut self.lock(), device).model = model;
+    }
+
+    /// Records a launch of the class on `device` whose every piece was timed.
+    pub(super) fn set_last_launch(&self, device: usize, launch: LaunchTime) {
+        Self::entry(&mut self.lock(), device).last_launch = Some(launch);
     }
 
     /// Forgets every copy (only under the process-wide table's lock).
     pub(super) fn clear(&self) {
         self.lock().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_last_launch_scales_with_the_waves_asked() {
+        let l = LaunchTime {
+            waves: 4096.0,
+            ns: 160_000_000,
+        };
+        assert_eq!(l.scaled_to(4096, 0.0), 160_000_000);
+        assert_eq!(l.scaled_to(1024, 0.0), 40_000_000);
+        // A fixed cost is paid once, and is never more than the whole launch.
+        assert_eq!(l.scaled_to(1024, 40_000.0), 40_030_000);
+        let one = LaunchTime {
+            waves: 1.0,
+            ns: 50_000,
+        };
+        assert_eq!(one.scaled_to(1000, 40_000.0), 10_040_000);
+        assert_eq!(one.scaled_to(2, 1e9), 50_000);
+        let none = LaunchTime { waves: 0.0, ns: 5 };
+        assert_eq!(none.scaled_to(10, 0.0), 0);
+    }
+
+    #[test]
+    fn a_model_misled_by_cheap_pieces_is_bounded_by_the_last_whole_launch() {
+        // The demo's Mandelbrot on PoCL: pieces of its cheap bottom rows teach about 400 ns
+        // a wave, while a whole launch of 4096 waves took 160 ms.
+        let mut m = TimingModel::default();
+        for _ in 0..16 {
+            m.observe(1024, 60_000 + 1024 * 400);
+            m.observe(256, 60_000 + 256 * 400);
+        }
+        let short = m.predict(4096).expect("a settled model predicts");
+        assert!(short < 5_000_000, "the misled model: {short} ns");
+        assert_eq!(predict_bounded(&m, None, 4096), Some(short));
+        let last = LaunchTime {
+            waves: 4096.0,
+            ns: 160_000_000,
+        };
+        let bounded = predict_bounded(&m, Some(last), 4096).expect("predicted");
+        assert!(bounded >= 159_000_000, "{bounded}");
+        // Half the launch: about half the time, the fixed cost paid once.
+        let half = predict_bounded(&m, Some(last), 2048).expect("predicted");
+        assert!((79_000_000..=81_000_000).contains(&half), "{half}");
+        // A model that knows better (dearer than the last launch) is left alone.
+        let cheap = LaunchTime {
+            waves: 4096.0,
+            ns: 1_000,
+        };
+        assert_eq!(predict_bounded(&m, Some(cheap), 4096), Some(short));
+        // Nothing learned: no prediction, bound or not.
+        assert_eq!(
+            predict_bounded(&TimingModel::default(), Some(last), 4096),
+            None
+        );
+    }
+
+    #[test]
+    fn the_model_and_the_last_launch_are_kept_apart_by_device() {
+        let c = ClassModels::default();
+        let mut m = TimingModel::default();
+        m.observe(2, 1_000);
+        c.set(7, m);
+        let l = LaunchTime {
+            waves: 2.0,
+            ns: 9_000,
+        };
+        c.set_last_launch(7, l);
+        assert_eq!(c.with_last(7), (m, Some(l)));
+        assert_eq!(c.with_last(8), (TimingModel::default(), None));
+        c.set(7, TimingModel::default());
+        assert_eq!(c.with_last(7).1, Some(l), "a new model keeps the launch");
+        c.clear();
+        assert_eq!(c.with_last(7), (TimingModel::default(), None));
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use super::deferred::{complete_on, status_of, Deferred};
 use super::failing;
-use super::models::ClassModels;
+use super::models::{ClassModels, LaunchTime};
 use super::profiles::{self, ProfileKey};
 use super::{monotonic_ns, Command, Managed, Work};
 use crate::config;
@@ -257,6 +257,10 @@ struct Submitter {
     launch_ns: u64,
     /// The longest of those pieces (the launch's preemption granularity).
     launch_max_ns: u64,
+    /// The work-groups and own device time of those pieces, while every one of them was
+    /// timed for the model (`None` after one that was not): at the launch's last piece,
+    /// the class's last launch timed whole (`ClassModels::set_last_launch`).
+    launch_own: Option<(u64, u64)>,
     /// Predicted device time submitted under the latest grant (short launches are grouped
     /// under one grant up to the budget).
     group_ns: u64,
@@ -398,6 +402,7 @@ impl Submitter {
             last_retired_ns: 0,
             launch_ns: 0,
             launch_max_ns: 0,
+            launch_own: Some((0, 0)),
             group_ns: 0,
             recent: None,
             look: None,
@@ -468,6 +473,7 @@ impl Submitter {
             _ => 1.0,
         };
         let own = (took as f64 / share) as u64;
+        self.note_launch_time(&p, own);
         if let Some(key) = p.key {
             let waves = softpreempt_sched::waves(p.work_groups, p.wave_wgs);
             // The model learns in the rows' weight: a profile-sized piece of an uneven
@@ -519,6 +525,34 @@ impl Submitter {
         }
         self.spent.push_back((p.event, now));
         self.release_spent(false);
+    }
+
+    /// Adds a retired piece's own time to its launch's, and at the launch's last piece
+    /// records the launch, if every piece was timed, as its class's last launch on this
+    /// device. What a whole launch took is the check on the model's prediction that sends
+    /// a kernel's launches straight to the vendor (`launch::predicted_ns`): the model is
+    /// learned from pieces, and for an uneven kernel the pieces of its cheap rows, sized
+    /// by a row profile still rough, read as a low cost per group. The demo's 165 ms
+    /// Mandelbrot launch on PoCL was so predicted at 0.5-1.7 ms after its second or third
+    /// launch (the last pieces of each launch are the image's cheap bottom rows) and went
+    /// straight to the vendor, untimed, from then on.
+    fn note_launch_time(&mut self, p: &InFlight, own: u64) {
+        self.launch_own = self
+            .launch_own
+            .zip(p.key)
+            .map(|((groups, ns), _)| (groups + p.work_groups, ns + own));
+        if p.last_of.is_none() {
+            return;
+        }
+        if let (Some((groups, ns)), Some(key), Some(models)) =
+            (self.launch_own, p.key, p.models.as_ref())
+        {
+            if groups > 0 {
+                let waves = softpreempt_sched::waves(groups, p.wave_wgs) as f64;
+                models.set_last_launch(key.1, LaunchTime { waves, ns });
+            }
+        }
+        self.launch_own = Some((0, 0));
     }
 
     /// Releases the retired pieces' events that are `SPENT_AGE` old (all of them with
