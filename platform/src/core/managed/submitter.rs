@@ -973,6 +973,17 @@ impl Submitter {
                 first_row,
                 rows,
             } = match piece {
+                // A first slice that takes every row is the whole launch, and goes as the
+                // application gave it: with its own local size, as its launches sent
+                // straight to the vendor will. Cut with the slicing block, it ran another
+                // variant of the kernel (on PoCL a work-group function of its own), and
+                // the first direct launch then paid for the application's at its first
+                // use: the demo's HP, 1-1.5 ms with PoCL's cache warm, 77 ms cold.
+                Some(p) if p.sliced && !started && all_rows > 0 && p.rows >= all_rows => Piece {
+                    work_groups: p.work_groups,
+                    rows: p.rows,
+                    ..whole
+                },
                 Some(p) => p,
                 // The rest in one piece, from where slicing stopped.
                 None if started => planner.as_ref().and_then(rest_of).unwrap_or(whole),
