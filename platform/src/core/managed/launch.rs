@@ -443,8 +443,8 @@ pub fn predicted_ns(
         .product();
     let (wave, _) = wave_work_groups(device, unit.iter().product());
     let waves = softpreempt_sched::waves(groups, wave);
-    let (model, last) = k.class.models.with_last(device.h as usize);
-    let ns = super::models::predict_bounded(&model, last, waves);
+    let (model, launches) = k.class.models.with_launches(device.h as usize);
+    let ns = super::models::predict_bounded(&model, launches, waves);
     Prediction {
         ns,
         settled: model.warm(),

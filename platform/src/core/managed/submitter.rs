@@ -259,7 +259,7 @@ struct Submitter {
     launch_max_ns: u64,
     /// The work-groups and own device time of those pieces, while every one of them was
     /// timed for the model (`None` after one that was not): at the launch's last piece,
-    /// the class's last launch timed whole (`ClassModels::set_last_launch`).
+    /// the class's latest launch timed whole (`ClassModels::note_launch`).
     launch_own: Option<(u64, u64)>,
     /// Predicted device time submitted under the latest grant (short launches are grouped
     /// under one grant up to the budget).
@@ -528,7 +528,7 @@ impl Submitter {
     }
 
     /// Adds a retired piece's own time to its launch's, and at the launch's last piece
-    /// records the launch, if every piece was timed, as its class's last launch on this
+    /// records the launch, if every piece was timed, as its class's latest on this
     /// device. What a whole launch took is the check on the model's prediction that sends
     /// a kernel's launches straight to the vendor (`launch::predicted_ns`): the model is
     /// learned from pieces, and for an uneven kernel the pieces of its cheap rows, sized
@@ -541,15 +541,15 @@ impl Submitter {
             .launch_own
             .zip(p.key)
             .map(|((groups, ns), _)| (groups + p.work_groups, ns + own));
-        if p.last_of.is_none() {
+        let Some(pieces) = p.last_of else {
             return;
-        }
+        };
         if let (Some((groups, ns)), Some(key), Some(models)) =
             (self.launch_own, p.key, p.models.as_ref())
         {
             if groups > 0 {
                 let waves = softpreempt_sched::waves(groups, p.wave_wgs) as f64;
-                models.set_last_launch(key.1, LaunchTime { waves, ns });
+                models.note_launch(key.1, LaunchTime { waves, ns, pieces });
             }
         }
         self.launch_own = Some((0, 0));
