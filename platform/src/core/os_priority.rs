@@ -22,6 +22,8 @@
 //! queue is warned about once.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Thread ids of this process.
 fn threads() -> BTreeSet<i32> {
@@ -95,6 +97,166 @@ pub fn no_wakeup_preemption(what: &str) {
     }
 }
 
+/// Nobody asked yet for the device's threads to go to the idle class.
+const WORKERS_UNTOUCHED: u8 = 0;
+/// They run in the idle class.
+const WORKERS_IDLE: u8 = 1;
+/// There were none, or it failed: never tried again.
+const WORKERS_KEPT: u8 = 2;
+
+/// A CPU device's threads in this process (one set per vendor platform), and whether
+/// they run in the idle class.
+#[derive(Default)]
+pub struct DeviceThreads {
+    /// Threads the vendor started while enumerating its devices: a CPU device's workers.
+    workers: Mutex<Vec<i32>>,
+    /// Threads doing the device's CPU work for this process besides them, which go to the
+    /// idle class with them (`run_as_device_work`).
+    helpers: Mutex<Vec<i32>>,
+    /// Whether they run in the idle scheduling class (`WORKERS_*`).
+    state: AtomicU8,
+    /// Queues above low priority on the platform's CPU devices in this process: their
+    /// kernels run on the same threads, which must not go idle-class meanwhile.
+    above_low: AtomicUsize,
+}
+
+impl DeviceThreads {
+    /// Adds the vendor's threads found started.
+    pub fn found(&self, tids: Vec<i32>) {
+        self.workers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(tids);
+    }
+
+    /// Whether the vendor's device threads run in the idle class.
+    pub fn idle(&self) -> bool {
+        self.state.load(Ordering::Acquire) == WORKERS_IDLE
+    }
+
+    /// Puts the vendor's device threads (and the helpers running now) in the idle
+    /// scheduling class, for a process whose queues on the CPU device are low priority,
+    /// once. A single atomic load after the first call. False when there are none or it
+    /// failed.
+    pub fn make_idle(&self) -> bool {
+        let settled = || {
+            self.state.load(Ordering::Acquire) != WORKERS_UNTOUCHED
+                || self.above_low.load(Ordering::Acquire) > 0
+        };
+        if settled() {
+            return self.idle();
+        }
+        let w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        if settled() {
+            return self.idle();
+        }
+        let state = match idle_class(&w) {
+            Ok(n) if n > 0 => {
+                // Under the workers' lock, which orders this against a helper's start.
+                let helpers = self.helpers.lock().unwrap_or_else(|e| e.into_inner());
+                let _ = idle_class(&helpers);
+                tracing::info!(threads = n, "CPU device threads moved to the idle class");
+                WORKERS_IDLE
+            }
+            Ok(_) => {
+                tracing::info!("no CPU device threads of the vendor's known to this process");
+                WORKERS_KEPT
+            }
+            Err(e) => {
+                crate::warn_once!(
+                    "idle-class",
+                    "softpreempt: cannot move the CPU device's threads to the idle class \
+                     ({e}); low-priority slices may delay higher priorities longer"
+                );
+                WORKERS_KEPT
+            }
+        };
+        self.state.store(state, Ordering::Release);
+        state == WORKERS_IDLE
+    }
+
+    /// A queue above low priority: the threads stay in (or go back to, where the system
+    /// allows it) the ordinary class until `unhold`.
+    pub fn hold(&self) {
+        self.above_low.fetch_add(1, Ordering::AcqRel);
+        let w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        if self.state.load(Ordering::Acquire) != WORKERS_IDLE {
+            return;
+        }
+        let helpers = self
+            .helpers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match normal_class(&w).and(normal_class(&helpers)) {
+            Ok(_) => self.state.store(WORKERS_UNTOUCHED, Ordering::Release),
+            Err(e) => crate::warn_once!(
+                "idle-class-restore",
+                "softpreempt: a queue above low priority shares this process's CPU device \
+                 threads, which a low-priority queue moved to the idle class, and they \
+                 cannot be moved back ({e}): its kernels run at idle class"
+            ),
+        }
+    }
+
+    /// That queue is gone.
+    pub fn unhold(&self) {
+        self.above_low.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Runs `f`, CPU work of the device done on this process's behalf (the compile of a
+    /// program's yielding entries), on a thread of its own that is treated as one of the
+    /// device threads while `f` runs: in the idle class if they are, and moved there with
+    /// them if a higher priority registers meanwhile (`make_idle`). The caller waits for
+    /// it. Compiled on the application's thread, in the ordinary class, the PoCL demo's
+    /// LP's entries (about 1 s of LLVM) took a core from the HP for its first 27 requests,
+    /// each 2.7 ms against 1.5 alone (session 50's trace). Where no thread can be
+    /// started, `f` runs on the calling one.
+    pub fn run_as_device_work<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        /// Drops the thread from the helpers when it ends, however it ends: its id may
+        /// be given to another thread.
+        struct Listed<'a>(&'a DeviceThreads, i32);
+        impl Drop for Listed<'_> {
+            fn drop(&mut self) {
+                let mut h = self.0.helpers.lock().unwrap_or_else(|e| e.into_inner());
+                h.retain(|&t| t != self.1);
+            }
+        }
+        let cell = Mutex::new(Some(f));
+        let take = || cell.lock().unwrap_or_else(|e| e.into_inner()).take();
+        std::thread::scope(|s| {
+            let spawned = std::thread::Builder::new()
+                .name("softpreempt-device-work".into())
+                .spawn_scoped(s, || {
+                    // SAFETY: gettid has no preconditions.
+                    let tid = unsafe { libc::gettid() };
+                    let _listed = {
+                        // The workers' lock orders this against `make_idle`.
+                        let _w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut h = self.helpers.lock().unwrap_or_else(|e| e.into_inner());
+                        h.push(tid);
+                        if self.idle() {
+                            let _ = idle_class(&[tid]);
+                        }
+                        Listed(self, tid)
+                    };
+                    take().map(|f| f())
+                });
+            let ran = match spawned {
+                Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+                Err(e) => {
+                    tracing::debug!("device work runs on the calling thread: {e}");
+                    None
+                }
+            };
+            match ran {
+                Some(r) => r,
+                None => take().map(|f| f()).expect("the work ran nowhere else"),
+            }
+        })
+    }
+}
+
 /// Scheduling policy of thread `tid`.
 #[cfg(test)]
 fn policy_of(tid: i32) -> Option<libc::c_int> {
@@ -148,5 +310,66 @@ mod tests {
         .join()
         .unwrap();
         assert_eq!(policy, Some(libc::SCHED_BATCH));
+    }
+
+    /// A thread that waits for `stop`, and its id.
+    fn parked(stop: std::sync::mpsc::Receiver<()>) -> (std::thread::JoinHandle<()>, i32) {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let h = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            tx.send(unsafe { libc::gettid() }).unwrap();
+            let _ = stop.recv();
+        });
+        (h, rx.recv().unwrap())
+    }
+
+    #[test]
+    fn device_work_runs_in_the_class_of_the_device_threads() {
+        // SAFETY: gettid and sched_getscheduler(0) have no preconditions.
+        let own = || (unsafe { libc::gettid() }, policy_of(0));
+        let t = DeviceThreads::default();
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let (worker, tid) = parked(stop_rx);
+        t.found(vec![tid]);
+        // Ordinary while the device threads are, on a thread of its own, and its value
+        // comes back.
+        let (work_tid, class) = t.run_as_device_work(own);
+        // SAFETY: as above.
+        assert_ne!(work_tid, unsafe { libc::gettid() });
+        assert_eq!(class, Some(libc::SCHED_OTHER));
+        // Moved with the device threads when they go idle while it runs.
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+        let during = std::thread::scope(|s| {
+            let t = &t;
+            let h = s.spawn(move || {
+                t.run_as_device_work(move || {
+                    ready_tx.send(()).unwrap();
+                    go_rx.recv().unwrap();
+                    policy_of(0)
+                })
+            });
+            ready_rx.recv().unwrap();
+            assert!(t.make_idle(), "the device thread went idle");
+            go_tx.send(()).unwrap();
+            h.join().unwrap()
+        });
+        assert_eq!(during, Some(libc::SCHED_IDLE));
+        assert_eq!(policy_of(tid), Some(libc::SCHED_IDLE));
+        // Idle from its start once they are; the calling thread is left as it was.
+        assert_eq!(t.run_as_device_work(own).1, Some(libc::SCHED_IDLE));
+        assert_eq!(policy_of(0), Some(libc::SCHED_OTHER));
+        assert!(
+            t.helpers.lock().unwrap().is_empty(),
+            "helpers are forgotten"
+        );
+        // A panic in the work reaches the caller.
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            t.run_as_device_work(|| panic!("in the work"))
+        }));
+        assert!(caught.is_err());
+        assert!(t.helpers.lock().unwrap().is_empty());
+        stop_tx.send(()).unwrap();
+        worker.join().unwrap();
     }
 }

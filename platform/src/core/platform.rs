@@ -9,20 +9,15 @@ use std::sync::Mutex;
 use super::error::CLResult;
 use super::forward::Inner;
 use super::handle::{new_obj, Obj, Ref};
+use super::os_priority::DeviceThreads;
 use crate::{declare_kind, vtry};
 
 pub struct Platform {
     pub inner: Inner<cl_platform_id>,
     pub index: usize,
     pub library: std::path::PathBuf,
-    /// Threads the vendor started while enumerating its devices: a CPU device's workers
-    /// (see `os_priority`).
-    workers: Mutex<Vec<i32>>,
-    /// Whether those threads run in the idle scheduling class (`WORKERS_*`).
-    workers_state: std::sync::atomic::AtomicU8,
-    /// Queues above low priority on this platform's CPU devices in this process: their
-    /// kernels run on the same threads, which must not go idle-class meanwhile.
-    above_low: std::sync::atomic::AtomicUsize,
+    /// A CPU device's threads in this process, and their scheduling class.
+    pub threads: DeviceThreads,
 }
 
 /// Held by a queue above low priority on a CPU device (see [`Platform::hold_workers`]).
@@ -30,16 +25,9 @@ pub struct WorkersHeld(&'static Obj<Platform>);
 
 impl Drop for WorkersHeld {
     fn drop(&mut self) {
-        self.0.get().above_low.fetch_sub(1, Ordering::AcqRel);
+        self.0.get().threads.unhold();
     }
 }
-
-/// Nobody asked yet for the vendor's threads to go to the idle class.
-const WORKERS_UNTOUCHED: u8 = 0;
-/// They run in the idle class.
-const WORKERS_IDLE: u8 = 1;
-/// There were none, or it failed: never tried again.
-const WORKERS_KEPT: u8 = 2;
 
 impl Platform {
     /// Enumerates the vendor's devices through `f`, remembering the threads it starts
@@ -48,78 +36,17 @@ impl Platform {
         let (r, new) = super::os_priority::spawned_during(f);
         if !new.is_empty() {
             tracing::debug!(threads = ?new, "vendor threads started while enumerating devices");
-            self.workers
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .extend(new);
+            self.threads.found(new);
         }
         r
-    }
-
-    /// Whether the vendor's device threads run in the idle class.
-    pub fn workers_idle(&self) -> bool {
-        self.workers_state.load(Ordering::Acquire) == WORKERS_IDLE
-    }
-
-    /// Puts the vendor's device threads in the idle scheduling class, for a process whose
-    /// queues on its CPU device are low priority, once. A single atomic load after the
-    /// first call. False when there are none or it failed.
-    pub fn idle_workers(&self) -> bool {
-        if self.workers_state.load(Ordering::Acquire) != WORKERS_UNTOUCHED
-            || self.above_low.load(Ordering::Acquire) > 0
-        {
-            return self.workers_idle();
-        }
-        let w = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-        if self.workers_state.load(Ordering::Acquire) != WORKERS_UNTOUCHED
-            || self.above_low.load(Ordering::Acquire) > 0
-        {
-            return self.workers_idle();
-        }
-        let state = match super::os_priority::idle_class(&w) {
-            Ok(n) if n > 0 => {
-                tracing::info!(threads = n, "CPU device threads moved to the idle class");
-                WORKERS_IDLE
-            }
-            Ok(_) => {
-                tracing::info!("no CPU device threads of the vendor's known to this process");
-                WORKERS_KEPT
-            }
-            Err(e) => {
-                crate::warn_once!(
-                    "idle-class",
-                    "softpreempt: cannot move the CPU device's threads to the idle class \
-                     ({e}); low-priority slices may delay higher priorities longer"
-                );
-                WORKERS_KEPT
-            }
-        };
-        self.workers_state.store(state, Ordering::Release);
-        state == WORKERS_IDLE
     }
 
     /// A queue above low priority appeared in this process: its kernels run on the same
     /// threads, which stay in (or go back to, where the system allows it) the ordinary
     /// class while the returned hold lives.
     pub fn hold_workers(me: &'static Obj<Platform>) -> WorkersHeld {
-        let p = me.get();
-        p.above_low.fetch_add(1, Ordering::AcqRel);
-        let held = WorkersHeld(me);
-        let w = p.workers.lock().unwrap_or_else(|e| e.into_inner());
-        if p.workers_state.load(Ordering::Acquire) != WORKERS_IDLE {
-            return held;
-        }
-        match super::os_priority::normal_class(&w) {
-            Ok(_) => p.workers_state.store(WORKERS_UNTOUCHED, Ordering::Release),
-            Err(e) => crate::warn_once!(
-                "idle-class-restore",
-                "softpreempt: a queue above low priority shares this process's CPU device \
-                 threads, which a low-priority queue moved to the idle class, and they \
-                 cannot be moved back ({e}): its kernels run at idle class"
-            ),
-        }
-        drop(w);
-        held
+        me.get().threads.hold();
+        WorkersHeld(me)
     }
 }
 
@@ -189,9 +116,7 @@ pub fn platforms() -> &'static [&'static Obj<Platform>] {
                     inner,
                     index,
                     library,
-                    workers: Mutex::new(Vec::new()),
-                    workers_state: Default::default(),
-                    above_low: Default::default(),
+                    threads: DeviceThreads::default(),
                 });
                 count_devices(p);
                 p

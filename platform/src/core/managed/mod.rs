@@ -427,7 +427,7 @@ impl Managed {
         if let Some(t) = self.target_cfg_ns {
             return t;
         }
-        let idle = self.os_platform.is_some_and(|p| p.get().workers_idle());
+        let idle = self.os_platform.is_some_and(|p| p.get().threads.idle());
         if self.gpu || !idle {
             DEFAULT_TARGET_US * 1000
         } else {
@@ -475,7 +475,7 @@ impl Managed {
     /// submitter thread, and the LP kept 0.60 of its lone rate next to an idle registered
     /// HP, against 1.04 so (PoCL, docs/benchmarks.md, session 37).
     fn os_preempts(&self) -> bool {
-        self.os_platform.is_some_and(|p| p.get().workers_idle())
+        self.os_platform.is_some_and(|p| p.get().threads.idle())
     }
 
     /// Whether this is a low queue on a CPU device whose threads may go to the idle class
@@ -500,7 +500,7 @@ impl Managed {
         let higher = c.higher_priority_registered();
         if higher {
             if let Some(p) = self.os_platform {
-                p.get().idle_workers();
+                p.get().threads.make_idle();
             }
         }
         higher

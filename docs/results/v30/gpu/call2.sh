@@ -1,3 +1,5 @@
+# Session 51's second GPU call: the pyopencl pair at issue 23's row (12 ms LP launches),
+# head and whole (see call1.sh) in three alternating rounds.
 set -u
 . scripts/gpu-env.sh
 PY=$(mktemp -d)
