@@ -200,12 +200,13 @@ pub fn entries(p: &Obj<Program>) -> Option<Arc<YieldExec>> {
     // the CTS: 10 in 48,000 outside one test). So does a launch on a CPU device: a process
     // that exited while PoCL 3.1 compiled its entries on a thread it did not wait for died
     // in LLVM ("out of memory", a 32 GB request) in 3 of 7 cold runs of the preemption
-    // benchmark's smoke co-run. The wait for builds at exit (`build_threads`) runs before the exit handlers
-    // registered earlier, but the compile registers its own (static objects of code that
-    // only a kernel with barriers in a loop reaches) after it, and those run first. The
-    // compile shares the CPU with the launch anyway, and the store keeps the built entries
-    // for the next process. On a CPU device the compile is the device's own work for this
-    // process, and runs as its threads do (`DeviceThreads::run_as_device_work`).
+    // benchmark's smoke co-run. The wait for builds at exit (`build_threads`) runs before
+    // the exit handlers registered earlier, but the compile registers its own (static
+    // objects of code that only a kernel with barriers in a loop reaches) after it, and
+    // those run first. The compile shares the CPU with the launch anyway, and the store
+    // keeps the built entries for the next process. On a CPU device the compile is the
+    // device's own work for this process, and runs as its threads do
+    // (`DeviceThreads::run_as_device_work`).
     let cpu = prog
         .context
         .get()

@@ -539,8 +539,8 @@ impl Submitter {
     fn note_launch_time(&mut self, p: &InFlight, own: u64) {
         self.launch_own = self
             .launch_own
-            .zip(p.key)
-            .map(|((groups, ns), _)| (groups + p.work_groups, ns + own));
+            .filter(|_| p.key.is_some())
+            .map(|(groups, ns)| (groups + p.work_groups, ns + own));
         let Some(pieces) = p.last_of else {
             return;
         };
@@ -976,9 +976,10 @@ impl Submitter {
                 // A first slice that takes every row is the whole launch, and goes as the
                 // application gave it: with its own local size, as its launches sent
                 // straight to the vendor will. Cut with the slicing block, it ran another
-                // variant of the kernel (on PoCL a work-group function of its own), and
-                // the first direct launch then paid for the application's at its first
-                // use: the demo's HP, 1-1.5 ms with PoCL's cache warm, 77 ms cold.
+                // variant of the kernel (on PoCL a work-group function of its own, compiled
+                // or loaded at its first use: 1-1.5 ms with PoCL's cache warm, 77 ms cold
+                // for the demo's HP kernel), and the application's variant was then met
+                // cold at the first direct launch.
                 Some(p) if p.sliced && !started && all_rows > 0 && p.rows >= all_rows => Piece {
                     work_groups: p.work_groups,
                     rows: p.rows,
