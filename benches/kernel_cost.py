@@ -11,7 +11,9 @@ and every launch runs that code, sliced or not. This measures it, per kernel:
   work-item across the barrier (3.4x its bare time) until session 44;
 - `groups_2d`: a 2-D kernel that reads group ids, group counts and the global size, no
   barrier;
-- `linear_id`: `get_global_linear_id` per work-item, an offset launch.
+- `linear_id`: `get_global_linear_id` per work-item, an offset launch;
+- `mandel`: the demo's kernel (`cli/src/demo/mandel.cl`: long, uneven work-items, 2-D
+  global ids, no local size given) at about the demo HP's size.
 
 Each process runs the kernels in rounds (bare and layered processes alternate, so a
 machine's drift hits both) and reports the median µs per launch of its rounds; the layered
@@ -75,6 +77,9 @@ __kernel void k(__global uint* out) {
   size_t l = get_global_linear_id();
   out[l] = (uint)(l * 2654435761u) ^ (uint)get_group_id(0);
 }""", [1 << 20], (1 << 20,), (64,), (256,)),  # ids from 0: the offset is taken off
+    "mandel": (open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli", "src",
+                                 "demo", "mandel.cl")).read(),
+               [128 * 128, "int:128", "int:256"], (128, 128), None, None),
 }
 
 
@@ -89,14 +94,18 @@ def role(rounds, launches):
     q = cl.CommandQueue(ctx)
     out = {"platform": ctx.devices[0].platform.name, "device": ctx.devices[0].name}
     for name, (src, sizes, glob, loc, offset) in KERNELS.items():
-        k = cl.Program(ctx, src).build().k
+        k = cl.Program(ctx, src).build().all_kernels()[0]
         rng = np.random.default_rng(3)
-        bufs = []
+        bufs, args = [], []
         for n in sizes:
+            if isinstance(n, str):  # "int:V", a scalar argument
+                args.append(np.int32(int(n.split(":")[1])))
+                continue
             host = rng.random(n, dtype=np.float32)
             bufs.append(cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                   hostbuf=host))
-        for i, b in enumerate(bufs):
+            args.append(bufs[-1])
+        for i, b in enumerate(args):
             k.set_arg(i, b)
 
         def launch():
@@ -130,8 +139,15 @@ def main():
     ap.add_argument("--sched", default="",
                     help="more [sched] lines for SoftPreempt (TOML text; default: none, the "
                          "defaults)")
+    ap.add_argument("--kernels", default=",".join(KERNELS),
+                    help="which kernels, comma-separated (default: all)")
     ap.add_argument("--json")
     a = ap.parse_args()
+    for name in list(KERNELS):
+        if name not in a.kernels.split(","):
+            del KERNELS[name]
+    if not KERNELS:
+        sys.exit(f"--kernels: none of {a.kernels!r} is a kernel of this benchmark")
     if os.environ.get("KERNEL_COST_ROLE"):
         return role(a.rounds, a.launches)
     # The layered process sees SoftPreempt alone (pyopencl takes the first platform).

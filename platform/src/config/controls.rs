@@ -477,8 +477,10 @@ controls! {
         /// straight to the vendor and not measured (`direct`; `direct_claimed`:
         /// under the budget a registered higher priority sets; `direct_recorded`:
         /// by kernel objects that record their argument values for a yielding
-        /// launch to replay), by kernel name and priority) are appended to, one
-        /// JSON line per kernel, when a process exits or releases its last queue.
+        /// launch to replay), launches that ran as the application's kernel
+        /// because their yielding entry was measured slower (`entry_slower`), by
+        /// kernel name and priority) are appended to, one JSON line per kernel,
+        /// when a process exits or releases its last queue.
         /// Unset: no profile.
         profile: Option<PathBuf> = None, expect "a file path",
             env "SOFTPREEMPT_PROFILE", example r#"profile = "/tmp/softpreempt-profile.jsonl""#,

@@ -40,6 +40,10 @@ pub struct KernelStats {
     /// yielding launch replays (`Kernel::records`): what the kernel's launches pay for
     /// the chance to yield, the recording, while they are not known to be short.
     pub direct_recorded: u64,
+    /// Launches through the FIFO that went as the application's kernel, not as its
+    /// yielding entry, because the entry's runs were measured slower
+    /// (`managed::yielding::entry_pays`).
+    pub entry_slower: u64,
 }
 
 /// What one launch did, as `launch` counts it.
@@ -97,6 +101,13 @@ impl ProfileTable {
         s.direct_recorded += u64::from(recorded);
     }
 
+    /// Counts one launch that went as the application's kernel because its yielding entry
+    /// runs slower.
+    pub fn add_entry_slower(&mut self, kernel: &str, priority: &str) {
+        let key = (kernel.to_string(), priority.to_string());
+        self.kernels.entry(key).or_default().entry_slower += 1;
+    }
+
     /// The totals of `kernel` at `priority`.
     pub fn get(&self, kernel: &str, priority: &str) -> Option<KernelStats> {
         self.kernels
@@ -123,6 +134,7 @@ impl ProfileTable {
                 "direct": s.direct,
                 "direct_claimed": s.direct_claimed,
                 "direct_recorded": s.direct_recorded,
+                "entry_slower": s.entry_slower,
                 "pid": pid,
                 "exe": exe,
             });
@@ -185,6 +197,18 @@ pub fn direct(kernel: &str, priority: &dyn std::fmt::Display, claimed: bool, rec
     }
 }
 
+/// Counts one launch of `kernel` at `priority` that went as the application's kernel
+/// because its yielding entry runs slower.
+pub fn entry_slower(kernel: &str, priority: &dyn std::fmt::Display) {
+    if !enabled() {
+        return;
+    }
+    let mut table = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, t)) = table.as_mut() {
+        t.add_entry_slower(kernel, &priority.to_string());
+    }
+}
+
 /// Appends the lines counted since the last flush.
 pub fn flush() {
     if !enabled() {
@@ -233,10 +257,12 @@ mod tests {
                 direct: 0,
                 direct_claimed: 0,
                 direct_recorded: 0,
+                entry_slower: 0,
             })
         );
         t.add_direct("mandel", "low", true, false);
         t.add_direct("mandel", "low", false, true);
+        t.add_entry_slower("mandel", "low");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profile.jsonl");
         append(&path, &t.take_lines(9, "app")).unwrap();
@@ -271,6 +297,7 @@ mod tests {
             ),
             (Some(2), Some(1), Some(1))
         );
+        assert_eq!(low["entry_slower"], 1);
         assert_eq!(low["pid"], 9);
         assert_eq!(lines[2]["kernel"], "vadd");
     }

@@ -159,6 +159,18 @@ fn entry_model(key: &ModelKey) -> TimingModel {
     }
 }
 
+/// What a yielding run of `waves` waves (of its entry's resident groups) takes by the
+/// entry's own model, once that rests on more than the entry's first run (which may be
+/// cold: PoCL's first flat run of a 2-D kernel took 212 ms, its next ones 55-70); `None`
+/// before.
+pub(super) fn entry_predicted(key: &ModelKey, waves: u64) -> Option<u64> {
+    let entry = ENTRY_MODELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(key);
+    entry.warm().then(|| entry.predict(waves)).flatten()
+}
+
 /// Records that `units` of a launch of the class whose models are `models` took `ns` on
 /// the key's device, run in `form`: in the process-wide table of that form, and for the
 /// kernel's own form in the class's copy under the same lock, so that the two never
@@ -1554,5 +1566,30 @@ mod tests {
         );
         forget_kernel(&a);
         assert_eq!(entry_model(&ka).samples(), 0, "forgotten with the class");
+    }
+
+    #[test]
+    fn an_entry_is_predicted_only_once_past_its_first_run() {
+        let a = class();
+        let dev = 0x3000;
+        let ka = (a.id, dev);
+        observe(&a.models, ka, Form::Kernel, (2.0, 20_000_000), false, true);
+        observe(&a.models, ka, Form::Kernel, (2.0, 20_000_000), false, true);
+        assert_eq!(entry_predicted(&ka, 2), None, "no entry run yet");
+        observe(&a.models, ka, Form::Entry, (2.0, 100_000_000), true, true);
+        assert_eq!(
+            entry_predicted(&ka, 2),
+            None,
+            "its first run alone may have been cold"
+        );
+        observe(&a.models, ka, Form::Entry, (2.0, 100_000_000), false, true);
+        let p = entry_predicted(&ka, 2).expect("two runs that agree");
+        assert!((90_000_000..=110_000_000).contains(&p), "{p}");
+        assert!(
+            !super::super::yielding::entry_pays(p, 20_000_000),
+            "five times the kernel's time: not worth its yields"
+        );
+        forget_kernel(&a);
+        assert_eq!(entry_predicted(&ka, 2), None, "forgotten with the class");
     }
 }

@@ -48,6 +48,29 @@ use crate::core::objects::{Kernel, Program};
 /// costs a host round trip per launch.
 pub const MIN_YIELD_NS: u64 = 500_000;
 
+/// How much longer than the application's kernel a launch's yielding entry may run and
+/// still be used (`entry_pays`).
+pub const ENTRY_SLOWER: f64 = 1.2;
+
+/// Whether a launch on a CPU device should run as its yielding entry, which its entry's
+/// model predicts at `entry_ns`, rather than as the application's kernel (whole or in
+/// pieces), predicted at `kernel_ns`. Rule 8 holds a yielding launch to costing the LP
+/// nothing measurable; PoCL's compiler can make it cost far more. PoCL 3.1 on an AVX-512
+/// EPYC ran a 2-D kernel's flat entry (`benches/kernel_cost.py`, `groups_2d`) in 55-74 ms
+/// against 8-16 ms for the kernel: the branch around the body, on a value read from
+/// `__local` memory, keeps PoCL from vectorizing the work-item loop (the same entry
+/// without it: 20 ms). A lone queue's launches then ran 4-5 times as long as bare, and an
+/// LP's would have too. Past `ENTRY_SLOWER` the kernel goes as it would without
+/// yielding: a higher priority then waits for a piece, sharing the cores meanwhile with
+/// the LP's idle-class threads, and the LP keeps its speed. Not on a GPU: there the
+/// entries cost the LPs measured 0-1.5% (the matrix rows on an H200), while the kernel's
+/// model, learned from pieces, predicted the GEMM LP's launches more than a fifth below
+/// its entry's runs, so its launches went as pieces and the HP's p99 rose from 0.92 to
+/// 1.44 ms (`docs/benchmarks.md`, session 52).
+pub fn entry_pays(entry_ns: u64, kernel_ns: u64) -> bool {
+    entry_ns as f64 <= kernel_ns as f64 * ENTRY_SLOWER
+}
+
 /// The same on a GPU. Each yielding run empties the queue before it and makes the next
 /// command wait for the host to see it end: 40-70 µs of idle device a run on an H200
 /// (tinygrad's training step, traced). Below 5 ms that is more than about 1% of the
@@ -382,6 +405,17 @@ pub fn prepare(
     if total == 0 || total >= MAX_GROUPS {
         return None;
     }
+    let (wave, _) = super::launch::wave_work_groups(&m.device, local[..dims].iter().product());
+    let persistent = wave.clamp(1, total);
+    let key = (k.class.id, m.device.h as usize);
+    let waves = softpreempt_sched::waves(total, persistent);
+    if let Some((entry_ns, kernel_ns)) = super::submitter::entry_predicted(&key, waves).zip(pred) {
+        if !m.gpu && mode == YieldMode::Auto && !entry_pays(entry_ns, kernel_ns) {
+            tracing::trace!(kernel = %k.name(), entry_ns, kernel_ns, "its entry runs slower than the kernel: the application's kernel");
+            crate::trace::profile::entry_slower(k.name(), &m.priority);
+            return None;
+        }
+    }
     let values = k
         .args
         .lock()
@@ -418,7 +452,6 @@ pub fn prepare(
             return None;
         }
     }
-    let (wave, _) = super::launch::wave_work_groups(&m.device, local[..dims].iter().product());
     let new_variant = exec
         .launched
         .lock()
@@ -430,7 +463,7 @@ pub fn prepare(
         hidden: yk.args,
         local,
         total,
-        persistent: wave.clamp(1, total),
+        persistent,
         flat: exec.form == softpreempt_transform::EntryForm::Flat,
         new_variant,
     })
