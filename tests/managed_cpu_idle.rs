@@ -87,9 +87,9 @@ fn the_device_threads_are_found_when_the_vendor_s_platform_is_enumerated_first()
         return;
     }
     // Held while the child runs: this process's own run of that test would otherwise run
-    // beside it, and two low queues learning and timing their launches on a 2-core machine
-    // at once (each beside a high child) sent launches through the FIFO that alone go
-    // direct (one run in twelve here failed so, in both instances at once).
+    // beside it, two low queues learning and timing their launches at once on a 2-core
+    // machine, each beside a high child. One run in twelve here failed in both instances
+    // at once (short launches through the FIFO), likely so.
     let _g = mc::serial();
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
