@@ -241,6 +241,16 @@ if [ -z "$only" ] || [ "$only" = pyopencl ]; then
   for run in 1 2; do
     run_suite "bare-run$run" "$bare_platform" "$work/cache-bare" \
       env OCL_ICD_VENDORS="$work/vendors-bare" -- "${SUITE[@]}"
+    # The bare driver is the reference, not what is tested: a bare run that crashed (PoCL
+    # 3.1 aborts now and then on its own, in CI once after 4 s of a cold run) runs once
+    # more, from the caches it began with, rather than leave nothing to compare with.
+    if [ ! -s "$out/pyopencl-bare-run$run.xml" ]; then
+      mv "$out/pyopencl-bare-run$run.log" "$out/pyopencl-bare-run$run.crashed.log"
+      note "  the bare driver left no results (its log: pyopencl-bare-run$run.crashed.log): once more"
+      [ "$run" = 1 ] && rm -rf "$work/cache-bare"
+      run_suite "bare-run$run" "$bare_platform" "$work/cache-bare" \
+        env OCL_ICD_VENDORS="$work/vendors-bare" -- "${SUITE[@]}"
+    fi
   done
   start_holder contended
   for run in 1 2; do
