@@ -407,10 +407,14 @@ pub fn prepare(
     }
     let (wave, _) = super::launch::wave_work_groups(&m.device, local[..dims].iter().product());
     let persistent = wave.clamp(1, total);
-    let key = (k.class.id, m.device.h as usize);
-    let waves = softpreempt_sched::waves(total, persistent);
-    if let Some((entry_ns, kernel_ns)) = super::submitter::entry_predicted(&key, waves).zip(pred) {
-        if !m.gpu && mode == YieldMode::Auto && !entry_pays(entry_ns, kernel_ns) {
+    // Judged on a CPU device only (see `entry_pays`): a GPU's launches take no lock for it.
+    if !m.gpu && mode == YieldMode::Auto {
+        let key = (k.class.id, m.device.h as usize);
+        let waves = softpreempt_sched::waves(total, persistent);
+        let predicted = super::submitter::entry_predicted(&key, waves).zip(pred);
+        if let Some((entry_ns, kernel_ns)) =
+            predicted.filter(|&(entry, kernel)| !entry_pays(entry, kernel))
+        {
             tracing::trace!(kernel = %k.name(), entry_ns, kernel_ns, "its entry runs slower than the kernel: the application's kernel");
             crate::trace::profile::entry_slower(k.name(), &m.priority);
             return None;
