@@ -560,6 +560,8 @@ struct Yields {
     partial: u32,
     /// Cases whose flat entry was refused (they ran persistent only).
     flat_refused: u32,
+    /// Cases that also ran a flat second entry (`YieldKernel::alt_entry`).
+    alt_entries: u32,
 }
 
 /// Runs the application's launch `g` through the entry: the persistent grid (flat: a group
@@ -690,63 +692,68 @@ fn check_case(seed: u64, g: Gen, yields: &mut Yields) {
         g.work_dim, g.global, g.offset, g.local, g.form, g.persistent, g.chunk
     );
 
-    // (b) No yield: one launch, and exactly a ticket per chunk + P tickets taken.
-    let l = Launcher::new(&g, rewritten, &k.entry, true);
-    let unyielded = run_entry(&g, &l, (g.offset, g.global), |_, _| None);
-    assert_eq!(unyielded.launches, 1, "{what}");
-    assert_eq!(
-        l.ticket().wrapping_sub(g.ticket),
-        g.tickets(),
-        "{what}: tickets of a full run"
-    );
-    same(&what, "entry, no yield", &l.output(), &whole);
-    drop(l);
+    // Each entry of the kernel: a body without barriers has a second flat one, whose
+    // loops PoCL may compile differently (`FLAT_UNIFORM`).
+    yields.alt_entries += u32::from(k.alt_entry.is_some());
+    for entry in std::iter::once(&k.entry).chain(&k.alt_entry) {
+        // (b) No yield: one launch, and exactly a ticket per chunk + P tickets taken.
+        let l = Launcher::new(&g, rewritten, entry, true);
+        let unyielded = run_entry(&g, &l, (g.offset, g.global), |_, _| None);
+        assert_eq!(unyielded.launches, 1, "{what}");
+        assert_eq!(
+            l.ticket().wrapping_sub(g.ticket),
+            g.tickets(),
+            "{what}: tickets of a full run"
+        );
+        same(&what, &format!("{entry}, no yield"), &l.output(), &whole);
+        drop(l);
 
-    // A wrong geometry (offset moved by one) must show: the comparison can fail. Timed,
-    // for the moments of the yields below (the first launch of a local size compiles it).
-    let l = Launcher::new(&g, rewritten, &k.entry, true);
-    let mut wrong = g.offset;
-    wrong[0] += 1;
-    let started = Instant::now();
-    run_entry(&g, &l, (wrong, g.global), |_, _| None);
-    let took = started.elapsed();
-    assert_ne!(
-        l.output(),
-        whole,
-        "{what}: a wrong geometry gave the same output"
-    );
-    drop(l);
+        // A wrong geometry (offset moved by one) must show: the comparison can fail. Timed,
+        // for the moments of the yields below (the first launch of a local size compiles it).
+        let l = Launcher::new(&g, rewritten, entry, true);
+        let mut wrong = g.offset;
+        wrong[0] += 1;
+        let started = Instant::now();
+        run_entry(&g, &l, (wrong, g.global), |_, _| None);
+        let took = started.elapsed();
+        assert_ne!(
+            l.output(),
+            whole,
+            "{what}: a wrong geometry gave the same output"
+        );
+        drop(l);
 
-    // (c) Yields at random moments within about one unyielded run, a few times over.
-    let mut rng = Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B);
-    let span = took.as_micros().max(50) as u64;
-    // Rounds until one was stopped part way (short launches often end before the host's
-    // write lands), four at least, twelve at most.
-    let mut partial = 0;
-    for round in 0..12 {
-        if round >= 4 && partial > 0 {
-            break;
-        }
-        let l = Launcher::new(&g, rewritten, &k.entry, true);
-        let total = g.groups();
-        let y = run_entry(&g, &l, (g.offset, g.global), |n, done| {
-            // A random moment, or a random point of progress (mostly an early one, which a
-            // short launch has not passed yet); now and then not at all, so that every
-            // launch makes progress at last.
-            let left = (total - done) as usize;
-            match rng.below(8) {
-                _ if n >= 200 => None,
-                0 => None,
-                1 | 2 => Some(When::After(Duration::from_micros(rng.next() % span))),
-                3 => Some(When::Ticket(done + 1 + rng.below(left) as u32)),
-                _ => Some(When::Ticket(done + 1 + rng.below(left.min(3)) as u32)),
+        // (c) Yields at random moments within about one unyielded run, a few times over.
+        let mut rng = Rng(seed ^ 0x5DEE_CE66_D1CE_4E5B);
+        let span = took.as_micros().max(50) as u64;
+        // Rounds until one was stopped part way (short launches often end before the host's
+        // write lands), four at least, twelve at most.
+        let mut partial = 0;
+        for round in 0..12 {
+            if round >= 4 && partial > 0 {
+                break;
             }
-        });
-        same(&what, "entry with yields", &l.output(), &whole);
-        yields.launches += y.launches;
-        partial += y.partial;
+            let l = Launcher::new(&g, rewritten, entry, true);
+            let total = g.groups();
+            let y = run_entry(&g, &l, (g.offset, g.global), |n, done| {
+                // A random moment, or a random point of progress (mostly an early one, which a
+                // short launch has not passed yet); now and then not at all, so that every
+                // launch makes progress at last.
+                let left = (total - done) as usize;
+                match rng.below(8) {
+                    _ if n >= 200 => None,
+                    0 => None,
+                    1 | 2 => Some(When::After(Duration::from_micros(rng.next() % span))),
+                    3 => Some(When::Ticket(done + 1 + rng.below(left) as u32)),
+                    _ => Some(When::Ticket(done + 1 + rng.below(left.min(3)) as u32)),
+                }
+            });
+            same(&what, &format!("{entry} with yields"), &l.output(), &whole);
+            yields.launches += y.launches;
+            partial += y.partial;
+        }
+        yields.partial += partial;
     }
-    yields.partial += partial;
     // SAFETY: our programs, no longer used.
     unsafe {
         clReleaseProgram(original);
@@ -776,6 +783,30 @@ fn seeds(range: std::ops::Range<u64>) {
         y.partial > 0 && y.launches > range.count() as u32,
         "no launch was stopped part way: the yields were not tested ({y:?})"
     );
+}
+
+/// The flat second entry (`YieldKernel::alt_entry`) of generated cases whose body has no
+/// barrier, which most cases have: the first few such seeds from 1000 on, each checked
+/// as `seeds` checks every case (with and without yields, against the whole kernel).
+#[test]
+fn second_entries() {
+    let mut y = Yields::default();
+    let mut tried = 0;
+    for seed in 1000..1200 {
+        if y.alt_entries >= 4 {
+            break;
+        }
+        let g = generate(seed, true).in_form(EntryForm::Flat);
+        let a = analyse_with_options(&g.source, &[], g.options);
+        if yielding_form_or_why(&a, EntryForm::Flat).is_ok_and(|p| p.kernels[0].alt_entry.is_some())
+        {
+            check_case(seed, g, &mut y);
+        }
+        tried += 1;
+    }
+    eprintln!("second entries, {tried} seeds: {y:?}");
+    assert!(y.alt_entries >= 4, "too few cases without barriers ({y:?})");
+    assert!(y.partial > 0, "no launch was stopped part way ({y:?})");
 }
 
 /// The tests, in pieces of a few seconds each on PoCL (its compiler takes most of it).

@@ -3,7 +3,7 @@
 //! `platform/tests/yield_rewrite.rs`.
 
 use super::*;
-use crate::yielding::{FLAT_ONCE, FLAT_ROUNDS};
+use crate::yielding::{FLAT_ONCE, FLAT_ROUNDS, FLAT_UNIFORM};
 
 fn program(src: &str) -> YieldProgram {
     yielding(&analyse(src, &[])).unwrap_or_else(|| {
@@ -64,6 +64,7 @@ fn entry_takes_the_arguments_and_two_more() {
             YieldKernel {
                 name: "k".into(),
                 entry: "__sp_y_k".into(),
+                alt_entry: None,
                 args: 3,
                 reqd_local: None,
                 work_group_dependent: true,
@@ -71,6 +72,7 @@ fn entry_takes_the_arguments_and_two_more() {
             YieldKernel {
                 name: "v".into(),
                 entry: "__sp_y_v".into(),
+                alt_entry: None,
                 args: 0,
                 reqd_local: None,
                 work_group_dependent: false,
@@ -457,7 +459,18 @@ fn the_flat_form_runs_one_virtual_group_a_group_with_one_ticket() {
         pe.contains("if (n > 3) return;") && !pe.contains("__sp_next"),
         "{pe}"
     );
+    // And a second entry, whose condition PoCL finds uniform (`FLAT_UNIFORM`); a body
+    // with barriers has none (its kernel has barriers of its own), nor a persistent form.
+    assert_eq!(flat.kernels[0].alt_entry, None);
+    assert_eq!(plain.kernels[0].alt_entry.as_deref(), Some("__sp_yu_k"));
+    let alt = &pe[pe.find("void __sp_yu_k(").expect("second entry")..];
+    assert!(
+        alt.contains(FLAT_UNIFORM) && !alt.contains(FLAT_ONCE),
+        "{alt}"
+    );
+    assert!(alt.contains("if (n > 3) return;"), "{alt}");
     let persistent = yielding_or_why(&a).expect("rewritten");
+    assert_eq!(persistent.kernels[0].alt_entry, None);
     let p = entry(&persistent, "k");
     assert!(
         p.contains("goto __sp_next") && p.contains("__sp_next: ;"),

@@ -71,6 +71,11 @@ pub struct YieldKernel {
     pub name: String,
     /// The persistent entry kernel in `source`: `__sp_y_<name>`.
     pub entry: String,
+    /// A second entry of the same kernel in `source`, `__sp_yu_<name>`, where PoCL may
+    /// compile the body's loops differently ([`FLAT_UNIFORM`]): a flat entry of a body
+    /// without barriers has one. Neither is faster for every kernel, so the host times
+    /// both and runs the faster.
+    pub alt_entry: Option<String>,
     /// The application's argument count. The entry takes them, in the same order and with
     /// the same types, followed by two hidden ones: index `args` is the `ulong16` geometry
     /// ([`yield_geometry_arg`]), `args + 1` the `__global uint*` control words
@@ -238,7 +243,7 @@ pub(crate) const ENTRY_FLAT: &str = "
         }
     }
     barrier(CLK_LOCAL_MEM_FENCE);
-    if (__sp_yt[0] != 0u) {
+    if (__sp_yt[0] != 0u && get_local_id(0) < get_local_size(0)) {
     ulong16 __sp_geom = __sp_yg;
     __sp_geom.sd = __sp_yt[1];
     __sp_geom.se = __sp_yt[2];
@@ -262,7 +267,28 @@ pub fn flat_run_groups(total: u64, done: u64) -> u64 {
 /// How [`ENTRY_FLAT`] runs the body: once, under this condition, unless the body has
 /// barriers (then no `return`), where it runs as [`FLAT_ROUNDS`] (see
 /// `Yielder::definition`).
-pub(crate) const FLAT_ONCE: &str = "if (__sp_yt[0] != 0u) {";
+///
+/// The second test is always true; it is there for PoCL's kernel compiler. A kernel with
+/// a barrier (here the entry's own, for the ticket) gets PoCL's implicit loop barriers:
+/// each innermost loop that its uniformity analysis finds all work-items running the same
+/// number of times is interchanged with the work-item loop, and every value live in it
+/// goes to a per-item context array. The application's kernel, with no barrier, never
+/// gets them, so a body without barriers ran 4-5 times slower as the entry than as itself
+/// (a 2-D kernel with a 32-round loop: 36 ms against 7.3 ms, 288 scatter and 98 gather
+/// instructions against none; `docs/results/v32/pocl/flat/`). A condition that reads
+/// the local id is not uniform to that analysis, so the body's loops keep their shape:
+/// 7.5 ms, the same instructions as the kernel's. It costs one compare per item.
+pub(crate) const FLAT_ONCE: &str = "if (__sp_yt[0] != 0u && get_local_id(0) < get_local_size(0)) {";
+/// The condition of a body without barriers in the [`YieldKernel::alt_entry`]: uniform to
+/// PoCL, so that its implicit loop barriers may interchange the body's loops with the
+/// work-item loop. That is what made `groups_2d` 5 times slower (see [`FLAT_ONCE`]), and
+/// what made a 1-D kernel whose items each run a long chain of FMAs (the preemption
+/// benchmark's compute LP) about 7 times faster than the application's kernel, its items
+/// then vectorised across: with only the form of [`FLAT_ONCE`], that LP's groups ran as
+/// long as the kernel's, and the HP's p99 next to it rose from 1.2 to 3.3 ms on PoCL.
+pub(crate) const FLAT_UNIFORM: &str = "if (__sp_yt[0] != 0u) {";
+/// The prefix of [`YieldKernel::alt_entry`] names.
+pub const ALT_ENTRY_PREFIX: &str = "__sp_yu_";
 /// The body's zero or one rounds.
 pub(crate) const FLAT_ROUNDS: &str = "for (uint __sp_go = 0u; __sp_go < __sp_yt[0]; ++__sp_go) {";
 
@@ -408,9 +434,11 @@ impl<'a> Yielder<'a> {
             return Err("kernel is defined more than once".into());
         }
         let mut text = String::new();
+        // A second entry only where every definition has one (each under its conditions).
+        let mut alt_text = Some(String::new());
         let mut shape = None;
         for f in defs {
-            let (t, args, reqd) = self.definition(k, f)?;
+            let (t, alt, args, reqd) = self.definition(k, f)?;
             if shape
                 .replace((args, reqd))
                 .is_some_and(|s| s != (args, reqd))
@@ -420,7 +448,12 @@ impl<'a> Yielder<'a> {
                 );
             }
             text += &t;
+            alt_text = alt_text.zip(alt).map(|(a, b)| a + &b);
         }
+        let alt_entry = alt_text.map(|alt| {
+            text += &alt;
+            format!("{ALT_ENTRY_PREFIX}{}", k.name)
+        });
         let Some((args, mut reqd_local)) = shape else {
             return Err("kernel has no definition".into());
         };
@@ -439,6 +472,7 @@ impl<'a> Yielder<'a> {
             YieldKernel {
                 name: k.name.clone(),
                 entry: format!("{ENTRY_PREFIX}{}", k.name),
+                alt_entry,
                 args,
                 reqd_local,
                 work_group_dependent: k.work_group_dependent,
@@ -487,7 +521,7 @@ impl<'a> Yielder<'a> {
         &self,
         k: &KernelInfo,
         f: &Func,
-    ) -> Result<(String, u32, Option<[usize; 3]>), String> {
+    ) -> Result<(String, Option<String>, u32, Option<[usize; 3]>), String> {
         let body = f.body.clone().unwrap_or_default();
         let (first, open, close) = (f.header.start, body.start - 1, body.end);
         let file = self.unit.code[first].file;
@@ -574,26 +608,39 @@ impl<'a> Yielder<'a> {
             EntryForm::Flat if barriers => ENTRY_FLAT.replace(FLAT_ONCE, FLAT_ROUNDS),
             EntryForm::Flat => ENTRY_FLAT.to_string(),
         };
-        let template = template.replace("_H(", &format!("_{}(", self.r.suffix));
-        let entry = fill(
-            &template,
-            &[
-                ("HEAD", &head),
-                ("PARAMS", &params),
-                ("POST", &post),
-                ("HOISTED", hoisted_text.trim_end_matches('\n')),
-                ("BODY", &copy),
-                ("NEXT", next),
-                ("WORD", &YIELD_WORD.to_string()),
-                ("TICKET", &TICKET.to_string()),
-                ("NAME", &k.name),
-            ],
-        );
-        let entry = match wrap.as_str() {
-            "" => entry,
-            _ => format!("{wrap}{entry}#endif\n"),
+        let alt = (self.form == EntryForm::Flat && !barriers).then(|| {
+            ENTRY_FLAT.replace(FLAT_ONCE, FLAT_UNIFORM).replace(
+                &format!("{ENTRY_PREFIX}@NAME@("),
+                &format!("{ALT_ENTRY_PREFIX}@NAME@("),
+            )
+        });
+        let fill_entry = |template: &str| {
+            let template = template.replace("_H(", &format!("_{}(", self.r.suffix));
+            let entry = fill(
+                &template,
+                &[
+                    ("HEAD", &head),
+                    ("PARAMS", &params),
+                    ("POST", &post),
+                    ("HOISTED", hoisted_text.trim_end_matches('\n')),
+                    ("BODY", &copy),
+                    ("NEXT", next),
+                    ("WORD", &YIELD_WORD.to_string()),
+                    ("TICKET", &TICKET.to_string()),
+                    ("NAME", &k.name),
+                ],
+            );
+            match wrap.as_str() {
+                "" => entry,
+                _ => format!("{wrap}{entry}#endif\n"),
+            }
         };
-        Ok((entry, args, reqd_local))
+        Ok((
+            fill_entry(&template),
+            alt.as_deref().map(fill_entry),
+            args,
+            reqd_local,
+        ))
     }
 
     /// The kernel's text (code tokens `span`) is copied past the last line, where every

@@ -109,6 +109,21 @@ pub(super) const GPU_HANDOVER_NS: u64 = 2_000_000;
 /// handle).
 pub type ModelKey = (usize, usize);
 
+/// The bit that marks a key of [`ENTRY_MODELS`] as a kernel's second yielding entry's
+/// (`softpreempt_transform::YieldKernel::alt_entry`): class ids count up from 1 and never
+/// reach it.
+const ALT_ENTRY: usize = 1 << (usize::BITS - 1);
+
+/// The [`ENTRY_MODELS`] key of the second entry of the kernel whose key is `key`.
+pub(super) fn alt_entry_key(key: ModelKey) -> ModelKey {
+    (key.0 | ALT_ENTRY, key.1)
+}
+
+/// The kernel's own key for an entry's key (of either entry).
+pub(super) fn kernel_key(key: &ModelKey) -> ModelKey {
+    (key.0 & !ALT_ENTRY, key.1)
+}
+
 /// Per-(kernel, device) timing models of the application's kernel (its pieces and whole
 /// launches), shared by every queue of the process: what a launch sent straight to the
 /// vendor would cost, so the only model the launch path reads (`launch::predicted_ns`).
@@ -155,7 +170,7 @@ fn entry_model(key: &ModelKey) -> TimingModel {
     if entry.fit().is_some() {
         entry
     } else {
-        model(key)
+        model(&kernel_key(key))
     }
 }
 
@@ -214,7 +229,7 @@ pub fn forget_kernel(class: &crate::core::objects::KernelClass) {
     ENTRY_MODELS
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .forget(|k| k.0 == h);
+        .forget(|k| kernel_key(k).0 == h);
     let mut table = MODELS.lock().unwrap_or_else(|e| e.into_inner());
     table.forget(|k| k.0 == h);
     class.models.clear();
@@ -1121,7 +1136,7 @@ impl Submitter {
         let cap = Duration::from_micros(config::config().sched.yield_wait_us);
         // A wave is the model's slope, not `predict(1)`: the fixed cost of a launch is paid
         // once, not per group (on PoCL it made 13 µs waves look like 2 ms).
-        let sized_by = entry_model(&l.key);
+        let sized_by = entry_model(&y.key);
         let wave = sized_by
             .fit()
             .map_or(cap.as_nanos() as u64, |(_, per_wave)| {
@@ -1198,6 +1213,7 @@ impl Submitter {
                 crate::trace::grant_wait(&self.m.label, asked_ns, granted_ns);
             }
             let groups = y.run_groups(handed);
+            let handed_before = handed;
             global[0] = y.local[0] * groups as usize;
             let epoch = ctl.next_epoch();
             let geo = softpreempt_transform::yield_geometry_arg(
@@ -1273,6 +1289,10 @@ impl Submitter {
             };
             let done = rc != CL_SUCCESS || handed >= y.total;
             yields += u64::from(asked && !done);
+            // A new variant's first run may be cold (PoCL compiles it then).
+            if y.flat && rc == CL_SUCCESS && !(first && y.new_variant) {
+                yielding::observed_entry_run(y.key, handed.saturating_sub(handed_before), took);
+            }
             // Traced after the leave: writing the trace is no part of what the HP waits for.
             if asked && crate::trace::enabled() {
                 if let Some(c) = self.m.client.as_ref() {
@@ -1339,7 +1359,7 @@ impl Submitter {
                     // The entry's first run may be cold (PoCL: 257 ms, then 16 ms).
                     observe(
                         &l.models,
-                        l.key,
+                        y.key,
                         Form::Entry,
                         (waves as f64, took),
                         y.new_variant,

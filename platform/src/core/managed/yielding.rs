@@ -57,10 +57,10 @@ pub const ENTRY_SLOWER: f64 = 1.2;
 /// pieces), predicted at `kernel_ns`. Rule 8 holds a yielding launch to costing the LP
 /// nothing measurable; PoCL's compiler can make it cost far more. PoCL 3.1 on an AVX-512
 /// EPYC ran a 2-D kernel's flat entry (`benches/kernel_cost.py`, `groups_2d`) in 55-74 ms
-/// against 8-16 ms for the kernel: the branch around the body, on a value read from
-/// `__local` memory, keeps PoCL from vectorizing the work-item loop (the same entry
-/// without it: 20 ms). A lone queue's launches then ran 4-5 times as long as bare, and an
-/// LP's would have too. Past `ENTRY_SLOWER` the kernel goes as it would without
+/// against 8-16 ms for the kernel (PoCL's implicit loop barriers, in a kernel that has a
+/// barrier: `softpreempt_transform::FLAT_ONCE`, which now avoids them, and `pick_entry`).
+/// A lone queue's launches then ran 4-5 times as long as bare, and an LP's would have
+/// too. Past `ENTRY_SLOWER` the kernel goes as it would without
 /// yielding: a higher priority then waits for a piece, sharing the cores meanwhile with
 /// the LP's idle-class threads, and the LP keeps its speed. Not on a GPU: there the
 /// entries cost the LPs measured 0-1.5% (the matrix rows on an H200), while the kernel's
@@ -131,6 +131,77 @@ pub fn forget_kernel(h: usize) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .retain(|k, _| k.0 != h);
+    ENTRY_RATES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|k, _| super::submitter::kernel_key(k).0 != h);
+}
+
+/// Which of a kernel's two flat entries a launch runs (`YieldKernel::alt_entry`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Entry {
+    /// `YieldKernel::entry`: the body compiled as in the application's kernel.
+    Main,
+    /// `YieldKernel::alt_entry`: the body as PoCL compiles it beside a barrier.
+    Alt,
+}
+
+/// Runs of each entry of a kernel before [`pick_entry`] compares them.
+const ENTRY_RUNS: u32 = 2;
+
+/// How much faster the second entry must have run, per virtual group, to be picked.
+/// Where the two differ they differ by far (PoCL: a fifth of the speed, or 7 times it),
+/// and where the body has no loop PoCL interchanges they are the same code: the margin
+/// keeps the ordering of an uneven kernel's rows (runs cut short by a yield cover only
+/// some of them) from deciding.
+const ALT_FASTER: f64 = 1.5;
+
+/// Per entry (its model key): device ns and virtual groups of its flat runs, asked to
+/// stop or not, and how many runs.
+static ENTRY_RATES: Lazy<Mutex<HashMap<(usize, usize), (u64, u64, u32)>>> =
+    Lazy::new(Default::default);
+
+/// A run of the flat entry whose model key is `key` ran `groups` virtual groups in `ns`.
+/// Asked runs count as well: next to a busy higher priority nearly every run is asked,
+/// and the entry's model, which learns only from whole runs, then never learns.
+pub fn observed_entry_run(key: (usize, usize), groups: u64, ns: u64) {
+    if groups == 0 {
+        return;
+    }
+    let mut rates = ENTRY_RATES.lock().unwrap_or_else(|e| e.into_inner());
+    let r = rates.entry(key).or_insert((0, 0, 0));
+    *r = (r.0.saturating_add(ns), r.1.saturating_add(groups), r.2 + 1);
+}
+
+/// Which entry a CPU device's launch of kernel `key` runs. Neither is faster for every
+/// kernel (`softpreempt_transform::FLAT_UNIFORM`: 5 times slower or 7 times faster than
+/// the kernel, by kernel), so each runs [`ENTRY_RUNS`] runs (the main one first, whose
+/// body is compiled as the kernel's is), and then the second runs where it took less than
+/// 1/[`ALT_FASTER`] of the main one's time per virtual group. Under `chaos` the two take
+/// turns, so that tests run both.
+fn pick_entry(key: (usize, usize), mode: YieldMode) -> Entry {
+    if mode == YieldMode::Chaos {
+        static TURN: AtomicUsize = AtomicUsize::new(0);
+        return match TURN.fetch_add(1, Ordering::Relaxed) % 2 {
+            0 => Entry::Main,
+            _ => Entry::Alt,
+        };
+    }
+    let rates = ENTRY_RATES.lock().unwrap_or_else(|e| e.into_inner());
+    let get = |k| rates.get(&k).copied().unwrap_or((0, 0, 0));
+    let (main, alt) = (get(key), get(super::submitter::alt_entry_key(key)));
+    if main.2 < ENTRY_RUNS {
+        return Entry::Main;
+    }
+    if alt.2 < ENTRY_RUNS {
+        return Entry::Alt;
+    }
+    let per_group = |(ns, groups, _): (u64, u64, u32)| ns as f64 / groups.max(1) as f64;
+    if per_group(alt) * ALT_FASTER < per_group(main) {
+        Entry::Alt
+    } else {
+        Entry::Main
+    }
 }
 
 /// How many of a kernel's latest yields [`recent_yield`] looks at.
@@ -277,6 +348,9 @@ pub struct YieldLaunch {
     /// The first launch of this entry with this local size in the process: its first run
     /// may pay the vendor's cold start (PoCL compiles its work-group function then).
     pub new_variant: bool,
+    /// The key of the entry's timing model: the kernel's, or for its second entry
+    /// `submitter::alt_entry_key` of it (see `pick_entry`).
+    pub key: super::submitter::ModelKey,
 }
 
 /// What a run of either entry form launches and counts: the form's rules in one place.
@@ -407,10 +481,17 @@ pub fn prepare(
     }
     let (wave, _) = super::launch::wave_work_groups(&m.device, local[..dims].iter().product());
     let persistent = wave.clamp(1, total);
+    let key = (k.class.id, m.device.h as usize);
+    let waves = softpreempt_sched::waves(total, persistent);
+    let (entry_name, key) = match &yk.alt_entry {
+        Some(alt) if !m.gpu => match pick_entry(key, mode) {
+            Entry::Main => (&yk.entry, key),
+            Entry::Alt => (alt, super::submitter::alt_entry_key(key)),
+        },
+        _ => (&yk.entry, key),
+    };
     // Judged on a CPU device only (see `entry_pays`): a GPU's launches take no lock for it.
     if !m.gpu && mode == YieldMode::Auto {
-        let key = (k.class.id, m.device.h as usize);
-        let waves = softpreempt_sched::waves(total, persistent);
         let predicted = super::submitter::entry_predicted(&key, waves).zip(pred);
         if let Some((entry_ns, kernel_ns)) =
             predicted.filter(|&(entry, kernel)| !entry_pays(entry, kernel))
@@ -432,7 +513,7 @@ pub fn prepare(
     }
     let control = m.control()?;
     let ctx = &control.ctx;
-    let name = std::ffi::CString::new(yk.entry.as_str()).ok()?;
+    let name = std::ffi::CString::new(entry_name.as_str()).ok()?;
     let mut err = CL_SUCCESS;
     let h = match ctx.vt.clCreateKernel {
         // SAFETY: the vendor's built program of entries and a NUL-terminated name.
@@ -460,7 +541,7 @@ pub fn prepare(
         .launched
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert((yk.name.clone(), local));
+        .insert((entry_name.clone(), local));
     Some(YieldLaunch {
         entry,
         control,
@@ -470,6 +551,7 @@ pub fn prepare(
         persistent,
         flat: exec.form == softpreempt_transform::EntryForm::Flat,
         new_variant,
+        key,
     })
 }
 
@@ -1121,6 +1203,35 @@ mod tests {
         assert_eq!(chunk(Some(200_000)), 1, "long groups: one a ticket");
         assert_eq!(chunk(Some(1)), MAX_CHUNK as u32);
         assert_eq!(chunk(Some(0)), MAX_CHUNK as u32);
+    }
+
+    #[test]
+    fn the_second_entry_runs_where_it_ran_far_faster() {
+        // Below the bit that marks second entries; no real class id gets this far.
+        let (k, dev) = (1usize << 40, 3usize);
+        let (main, alt) = ((k, dev), super::super::submitter::alt_entry_key((k, dev)));
+        let pick = || pick_entry(main, YieldMode::Auto);
+        // The main entry first, then the second, each for ENTRY_RUNS runs.
+        for _ in 0..ENTRY_RUNS {
+            assert_eq!(pick(), Entry::Main);
+            observed_entry_run(main, 100, 1_000_000);
+        }
+        assert_eq!(pick(), Entry::Alt);
+        // A run that handed out no group (asked at once) teaches nothing.
+        observed_entry_run(alt, 0, 5_000_000);
+        assert_eq!(pick(), Entry::Alt);
+        observed_entry_run(alt, 10, 80_000);
+        observed_entry_run(alt, 50, 520_000);
+        // 10 µs a group, as the main entry: not faster by ALT_FASTER.
+        assert_eq!(pick(), Entry::Main);
+        // Many more groups at 1 µs each (a whole unasked run): now far faster.
+        observed_entry_run(alt, 10_000, 10_000_000);
+        assert_eq!(pick(), Entry::Alt);
+        // Another device's runs are its own; a released program forgets them.
+        assert_eq!(pick_entry((k, dev + 1), YieldMode::Auto), Entry::Main);
+        forget_kernel(k);
+        assert_eq!(pick(), Entry::Main);
+        assert!(ENTRY_RATES.lock().unwrap().get(&alt).is_none());
     }
 
     #[test]
