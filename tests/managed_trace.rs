@@ -527,19 +527,24 @@ fn pieces_carry_their_own_event_only_where_the_application_needs_its_times() {
     assert_eq!(slices.last().unwrap()["args"]["own_event"], 0);
 }
 
-/// Below this mean device time (host-observed, per piece through the FIFO, the longest
-/// left out) the layer calls a CPU device's kernel short and stops recording argument
+/// Below this mean device time (host-observed, per piece through the FIFO, a cold first
+/// one left out) the layer calls a CPU device's kernel short and stops recording argument
 /// values for its new kernel objects: half of `yielding::MIN_YIELD_NS`
-/// (`yielding::note_prediction`). The longest piece is left out as the timing model leaves
-/// out a first launch that a later one shows cold (`TimingModel::COLD_FACTOR`): a cold
-/// first launch of this 64-item kernel took 3.5 ms (PoCL compiling its work-group
-/// function) and alone put the mean of ten pieces at 0.41 ms, the others 60 µs; a fresh CI
-/// clone's three attempts all had means of 0.32-0.78 ms so.
+/// (`yielding::note_prediction`). The first piece is left out where it is the longest, as
+/// the timing model leaves out a first launch that a later one shows cold
+/// (`TimingModel::COLD_FACTOR`): a cold first launch of this 64-item kernel took 3.5 ms
+/// (PoCL compiling its work-group function) and alone put the mean of ten pieces at 0.41
+/// ms, the others 60 µs; a fresh CI clone's three attempts all had means of 0.32-0.78 ms
+/// so. A slow piece later on is not left out, by the model or here: leaving out the
+/// longest wherever it was (2.1-3.2 ms at the fifth or second piece, a loaded machine's
+/// hiccup) read means of 44-82 µs where the layer's model, rightly, held 250-390, and the
+/// test failed in 5 of about 50 runs on PoCL (session 53).
 const SHORT_NS: u64 = 250_000;
 
 /// Child runs the direct-launch test may take: one whose FIFO launches took longer than
-/// [`SHORT_NS`] (a 64-item kernel on a heavily loaded machine) is run again.
-const DIRECT_ATTEMPTS: usize = 3;
+/// [`SHORT_NS`] (a 64-item kernel on a heavily loaded machine, or one slow piece after the
+/// first: see there) is run again.
+const DIRECT_ATTEMPTS: usize = 5;
 
 #[test]
 fn direct_launches_are_counted_in_the_profile_and_the_trace() {
@@ -561,13 +566,14 @@ fn direct_launches_are_counted_in_the_profile_and_the_trace() {
     }
     panic!(
         "the kernel never ran short enough for the layer to call it short \
-         (mean device ns of its FIFO pieces but the longest, each attempt: {means:?})"
+         (mean device ns of its FIFO pieces but a cold first one, each attempt: {means:?})"
     );
 }
 
 /// Checks one run of the direct-launch child whose trace and profile are in `dir`, and
-/// returns the mean device time of its pieces through the FIFO but the longest; whether
-/// new kernel objects stopped recording is checked only where that mean was short.
+/// returns the mean device time of its pieces through the FIFO but a cold first one (see
+/// [`SHORT_NS`]); whether new kernel objects stopped recording is checked only where that
+/// mean was short.
 fn check_direct_counts(dir: &Path) -> u64 {
     let lines = read_profile(&dir.join("profile.jsonl"));
     let fill: Vec<&Value> = lines
@@ -607,7 +613,18 @@ fn check_direct_counts(dir: &Path) -> u64 {
     assert_eq!(claimed as u64, count("direct_claimed"));
     let pieces = count("slices");
     assert!(pieces >= 2, "the model learns from two launches: {lines:?}");
-    let mean = (count("total_device_ns") - count("max_piece_ns")) / (pieces - 1);
+    // The pieces in the order they ran (the trace's slices), to tell a cold first one.
+    let mut slices: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e["cat"] == "slice" && e["name"] == "fill")
+        .map(|e| (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(slices.len() as u64, pieces, "{events:?}");
+    slices.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let ns: Vec<u64> = slices.iter().map(|s| (s.1 * 1e3) as u64).collect();
+    let cold_first = ns[0] == *ns.iter().max().unwrap();
+    let kept = &ns[usize::from(cold_first)..];
+    let mean = kept.iter().sum::<u64>() / kept.len() as u64;
     if mean < SHORT_NS {
         // The ones made once the kernel was known to be short record nothing.
         assert!(count("direct_recorded") < count("direct"), "{lines:?}");
