@@ -90,7 +90,9 @@ def role(rounds, launches):
 
     import numpy as np
     import pyopencl as cl
-    ctx = cl.Context(dev_type=cl.device_type.ALL)
+    # The first platform's devices: NVIDIA's driver refuses a context by type that names
+    # no platform (INVALID_PLATFORM, session 52's first GPU call).
+    ctx = cl.Context(cl.get_platforms()[0].get_devices())
     q = cl.CommandQueue(ctx)
     out = {"platform": ctx.devices[0].platform.name, "device": ctx.devices[0].name}
     for name, (src, sizes, glob, loc, offset) in KERNELS.items():

@@ -43,7 +43,9 @@ def lp_role(a):
     s = a.scale
     glob = tuple(g * s for g in glob)
     sizes = [n * s ** len(glob) if not isinstance(n, str) else n for n in sizes]
-    ctx = cl.Context(dev_type=cl.device_type.ALL)
+    # The first platform's devices: NVIDIA's driver refuses a context by type that names
+    # no platform (INVALID_PLATFORM, session 52's first GPU call).
+    ctx = cl.Context(cl.get_platforms()[0].get_devices())
     q = cl.CommandQueue(ctx)
     k = cl.Program(ctx, src).build().all_kernels()[0]
     rng = np.random.default_rng(3)
@@ -69,7 +71,9 @@ def lp_role(a):
 def hp_role(a):
     import numpy as np
     import pyopencl as cl
-    ctx = cl.Context(dev_type=cl.device_type.ALL)
+    # The first platform's devices: NVIDIA's driver refuses a context by type that names
+    # no platform (INVALID_PLATFORM, session 52's first GPU call).
+    ctx = cl.Context(cl.get_platforms()[0].get_devices())
     q = cl.CommandQueue(ctx)
     k = cl.Program(ctx, HP_SRC).build().h
     buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, 4 * 4096)
