@@ -478,8 +478,10 @@ controls! {
         /// under the budget a registered higher priority sets; `direct_recorded`:
         /// by kernel objects that record their argument values for a yielding
         /// launch to replay), launches that ran as the application's kernel
-        /// because their yielding entry was measured slower (`entry_slower`), by
-        /// kernel name and priority) are appended to, one JSON line per kernel,
+        /// because their yielding entry was measured slower (`entry_slower`),
+        /// yielding launches on a CPU device that ran the kernel's second flat
+        /// entry because it was measured faster (`second_entry`), by kernel name
+        /// and priority) are appended to, one JSON line per kernel,
         /// when a process exits or releases its last queue.
         /// Unset: no profile.
         profile: Option<PathBuf> = None, expect "a file path",

@@ -44,6 +44,10 @@ pub struct KernelStats {
     /// yielding entry, because the entry's runs were measured slower
     /// (`managed::yielding::entry_pays`).
     pub entry_slower: u64,
+    /// Yielding launches on a CPU device that ran the kernel's second flat entry, the one
+    /// PoCL may compile with the body's loops interchanged, because its runs were measured
+    /// faster (`managed::yielding::pick_entry`).
+    pub second_entry: u64,
 }
 
 /// What one launch did, as `launch` counts it.
@@ -104,8 +108,17 @@ impl ProfileTable {
     /// Counts one launch that went as the application's kernel because its yielding entry
     /// runs slower.
     pub fn add_entry_slower(&mut self, kernel: &str, priority: &str) {
+        self.bump(kernel, priority, |s| s.entry_slower += 1);
+    }
+
+    /// Counts one yielding launch that ran the kernel's second flat entry.
+    pub fn add_second_entry(&mut self, kernel: &str, priority: &str) {
+        self.bump(kernel, priority, |s| s.second_entry += 1);
+    }
+
+    fn bump(&mut self, kernel: &str, priority: &str, f: impl FnOnce(&mut KernelStats)) {
         let key = (kernel.to_string(), priority.to_string());
-        self.kernels.entry(key).or_default().entry_slower += 1;
+        f(self.kernels.entry(key).or_default());
     }
 
     /// The totals of `kernel` at `priority`.
@@ -135,6 +148,7 @@ impl ProfileTable {
                 "direct_claimed": s.direct_claimed,
                 "direct_recorded": s.direct_recorded,
                 "entry_slower": s.entry_slower,
+                "second_entry": s.second_entry,
                 "pid": pid,
                 "exe": exe,
             });
@@ -200,12 +214,22 @@ pub fn direct(kernel: &str, priority: &dyn std::fmt::Display, claimed: bool, rec
 /// Counts one launch of `kernel` at `priority` that went as the application's kernel
 /// because its yielding entry runs slower.
 pub fn entry_slower(kernel: &str, priority: &dyn std::fmt::Display) {
+    count(|t| t.add_entry_slower(kernel, &priority.to_string()));
+}
+
+/// Counts one yielding launch of `kernel` at `priority` that ran its second flat entry.
+pub fn second_entry(kernel: &str, priority: &dyn std::fmt::Display) {
+    count(|t| t.add_second_entry(kernel, &priority.to_string()));
+}
+
+/// Applies `f` to the process's table, when profiling.
+fn count(f: impl FnOnce(&mut ProfileTable)) {
     if !enabled() {
         return;
     }
     let mut table = TABLE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, t)) = table.as_mut() {
-        t.add_entry_slower(kernel, &priority.to_string());
+        f(t);
     }
 }
 
@@ -258,11 +282,14 @@ mod tests {
                 direct_claimed: 0,
                 direct_recorded: 0,
                 entry_slower: 0,
+                second_entry: 0,
             })
         );
         t.add_direct("mandel", "low", true, false);
         t.add_direct("mandel", "low", false, true);
         t.add_entry_slower("mandel", "low");
+        t.add_second_entry("mandel", "low");
+        t.add_second_entry("mandel", "low");
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profile.jsonl");
         append(&path, &t.take_lines(9, "app")).unwrap();
@@ -298,6 +325,7 @@ mod tests {
             (Some(2), Some(1), Some(1))
         );
         assert_eq!(low["entry_slower"], 1);
+        assert_eq!(low["second_entry"], 2);
         assert_eq!(low["pid"], 9);
         assert_eq!(lines[2]["kernel"], "vadd");
     }

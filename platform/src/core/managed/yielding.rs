@@ -537,6 +537,9 @@ pub fn prepare(
             return None;
         }
     }
+    if key.0 != k.class.id {
+        crate::trace::profile::second_entry(k.name(), &m.priority);
+    }
     let new_variant = exec
         .launched
         .lock()
