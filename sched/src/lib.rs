@@ -108,8 +108,8 @@ pub use liveness::{now_ns as monotonic_ns, process_alive, process_start_time};
 pub use options::{ArbiterOptions, DEFAULT_LEASE};
 #[cfg(not(loom))]
 pub use planner::{
-    adapted_target, plan_next, rows_for_target, slice_at, slices, wave_rows, waves, NdRange, Slice,
-    SliceEfficiency, SlicePlanner, TimingModel, TimingTable,
+    adapted_target, no_dearer, plan_next, rows_for_target, slice_at, slices, slow_start_floor,
+    wave_rows, waves, NdRange, Slice, SliceEfficiency, SlicePlanner, TimingModel, TimingTable,
 };
 #[cfg(not(loom))]
 pub use profile::RowProfile;

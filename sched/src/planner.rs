@@ -516,20 +516,72 @@ pub fn rows_for_target(
     Some((1u64 << units.ilog2()).saturating_mul(wave_rows))
 }
 
-/// The slice target to plan with, given the cost per wave of the most recent finished
-/// piece of the same kernel (`recent_ns_per_wave`). Uneven kernels (a Mandelbrot set, sparse
-/// work) cost far more in some parts of the range than the model's average: where the
-/// recent pieces ran slower than the model predicts, the target shrinks in proportion, so
-/// the next slice lands near the target instead of several times over it. Faster recent
-/// pieces leave the target alone (the model catches up by itself, and latency never pays
-/// for the optimism).
-pub fn adapted_target(model: &TimingModel, recent_ns_per_wave: Option<f64>, target_ns: u64) -> u64 {
-    match (model.fit(), recent_ns_per_wave) {
-        (Some((_, per_wave)), Some(recent)) if recent > per_wave && per_wave > 0.0 => {
-            ((target_ns as f64 * per_wave / recent) as u64).max(1)
-        }
-        _ => target_ns,
+/// The slice target to plan with, given the most recent finished piece of the same kernel
+/// (`recent`: its waves and ns). Uneven kernels (a Mandelbrot set, sparse work) cost far
+/// more in some parts of the range than the model's average: where the recent piece's
+/// work ran slower a wave than the model's, the target shrinks in proportion, so the next
+/// slice lands near the target instead of several times over it. Faster recent pieces
+/// leave the target alone (latency never pays for the optimism; `grown_target` grows
+/// short ones).
+///
+/// The piece's work is its time less the model's fixed cost of a launch, which is no
+/// wave's: compared whole, a piece of one wave that is nearly all fixed cost read as
+/// dearer than the model's slope by that cost, and the target shrank until every piece
+/// was one wave. PoCL's `get_global_linear_id` kernel (65,536 groups of 64 items, 20 ns a
+/// group, about 20 µs a launch) so went as 2-group pieces of about 20 µs with a model of
+/// 25 µs and 1-3 µs a wave (`benches/lp_arrival.py --kernel linear_id`).
+pub fn adapted_target(model: &TimingModel, recent: Option<(f64, u64)>, target_ns: u64) -> u64 {
+    let Some(((overhead, per_wave), (waves, ns))) = model.fit().zip(recent) else {
+        return target_ns;
+    };
+    let work = (ns as f64 - overhead).max(0.0) / waves.max(1.0);
+    if work > per_wave && per_wave > 0.0 {
+        ((target_ns as f64 * per_wave / work) as u64).max(1)
+    } else {
+        target_ns
     }
+}
+
+/// The fewest rows the next piece of a kernel should cover in `range`, given its latest
+/// retired piece (`recent`: its work-groups and own ns): twice its groups, where it ran in
+/// less than half the target (`target_ns`); `None` otherwise. The caller takes them where
+/// its row profile believes them no dearer a row than that piece's ([`no_dearer`]), so an
+/// uneven kernel's dear rows still go as the profile cuts them, and rows it has not seen
+/// get no floor (the model tells no row from another).
+///
+/// A piece mostly made of a launch's fixed cost teaches a row profile (and, at one size,
+/// a model: [`TimingModel::fit`]) that its few groups cost all of it, and a first piece
+/// that paid the vendor's compile teaches its rows tens of milliseconds; pieces cut by
+/// such a profile stay that short. The first launch of PoCL's `get_global_linear_id`
+/// kernel (65,536 groups of 64 items, 20 ns a group) went as 2-group pieces of about
+/// 20 µs, its next ones, cut by the profile they taught, as 2-104-group pieces over the
+/// same rows: each a launch's fixed cost for a few µs of work, and the kernel's model
+/// then predicted 242 ms a launch. Twice the groups take at most about twice as long (the
+/// fixed cost is paid once), so slow start goes on until a piece is about as long as the
+/// target, and the sizes differ meanwhile, so the model learns the fixed cost apart from
+/// the work.
+pub fn slow_start_floor(
+    recent: Option<(u64, u64)>,
+    target_ns: u64,
+    range: &NdRange,
+) -> Option<u64> {
+    let (groups, own_ns) = recent?;
+    if own_ns.saturating_mul(2) >= target_ns || groups == 0 {
+        return None;
+    }
+    Some(
+        (groups.saturating_mul(2))
+            .div_ceil(range.groups_per_row().max(1))
+            .max(1),
+    )
+}
+
+/// Whether `rows` rows believed to cost `ns` are no dearer a row (within a half) than
+/// `recent_rows` believed, by the same profile now, to cost `recent_ns` (see
+/// [`slow_start_floor`]). A profile that overstates its rows by a constant (a launch's
+/// fixed cost, a cold start) overstates both alike.
+pub fn no_dearer(rows: u64, ns: f64, recent_rows: u64, recent_ns: f64) -> bool {
+    rows > 0 && recent_rows > 0 && ns / rows as f64 <= 1.5 * recent_ns / recent_rows as f64
 }
 
 /// Plans the next slice after `rows_done` rows, in whole waves of `wave_wgs` work-groups.
@@ -656,6 +708,109 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A device whose launches cost 20 µs fixed (10-30 µs, in no order) and 20 ns a group,
+    /// a 1-D range of 65,536 groups (one a row, two a wave), and a model first taught by
+    /// two one-wave pieces, as a first launch's are: planned as the submitter plans
+    /// (`adapted_target`), the pieces soon outgrow the fixed cost and the model predicts
+    /// the whole launch within a factor of two. With the fixed cost counted as work in the
+    /// recent piece's cost a wave, the target shrank to a wave a piece for good.
+    #[test]
+    fn pieces_mostly_of_fixed_cost_do_not_shrink_the_target() {
+        let cost = |groups: u64, i: u64| 10_000 + (i * 7919 % 13) * 1_700 + 20 * groups;
+        let range = NdRange::new(1, &[], &[65_536 * 64], &[64]).unwrap();
+        let target = 1_000_000;
+        let mut model = TimingModel::default();
+        model.observe(1, cost(2, 0));
+        model.observe(1, cost(2, 1));
+        let mut planner = SlicePlanner::new(range, 2);
+        let mut recent = None;
+        let mut sizes = Vec::new();
+        while sizes.len() < 40 {
+            let t = adapted_target(&model, recent, target);
+            let Some(s) = planner.next_slice(&model, t) else {
+                break;
+            };
+            let w = waves(s.work_groups, 2);
+            let took = cost(s.work_groups, sizes.len() as u64 + 2);
+            model.observe(w, took);
+            recent = Some((w as f64, took));
+            sizes.push(s.work_groups);
+        }
+        assert!(sizes.len() < 12, "{sizes:?}");
+        let pred = model.predict(waves(65_536, 2)).unwrap() as f64;
+        let whole = cost(65_536, 6) as f64;
+        assert!(
+            (whole / 2.0..=whole * 2.0).contains(&pred),
+            "{pred} against {whole}"
+        );
+    }
+
+    /// The next launch of that kernel, planned by a row profile whose first 512 rows were
+    /// learned from the first launch's one-wave pieces with their fixed cost read as
+    /// work (10 µs a row) and the rest from long pieces (20 ns): cut by the profile alone,
+    /// those rows go as 48-row pieces of about 21 µs each; with the floor of the latest
+    /// short piece (`slow_start_floor`), each piece about doubles the last, never takes
+    /// more than about twice as long, and none runs past the target. The floor never
+    /// takes rows believed dearer than the latest piece's.
+    #[test]
+    fn a_profile_that_read_fixed_cost_as_work_grows_its_pieces() {
+        let cost = |rows: u64| 20_000 + 20 * rows;
+        let range = NdRange::new(1, &[], &[65_536 * 64], &[64]).unwrap();
+        let mut profile = crate::RowProfile::new(range.rows());
+        for first in (0..512).step_by(2) {
+            profile.observe(first, 2, 20_000.0);
+        }
+        profile.observe(512, 65_536 - 512, 20.0 * (65_536 - 512) as f64);
+        let mut model = TimingModel::default();
+        model.observe(1, cost(2));
+        model.observe(8_192, cost(16_384));
+        let (overhead, _) = model.fit().unwrap();
+        let target = 500_000u64;
+        let run = |grow: bool| {
+            let mut planner = SlicePlanner::new(range, 2);
+            let mut recent: Option<(u64, u64, u64, u64)> = None;
+            let mut sizes = Vec::new();
+            while !planner.is_done() {
+                let t = target as f64;
+                let budget = t - overhead.min(t / 2.0);
+                let first = planner.rows_done();
+                let mut rows = profile.rows_within(first, budget, 1).unwrap();
+                let floor = recent.filter(|_| grow).and_then(|(groups, ns, _, _)| {
+                    slow_start_floor(Some((groups, ns)), target, &range)
+                });
+                if let (Some(min), Some((_, _, rfirst, rn))) = (floor, recent) {
+                    let min = min.min(range.rows() - first);
+                    let believed = profile.predict(first, min).unwrap();
+                    let before = profile.predict(rfirst, rn).unwrap();
+                    if min > rows && no_dearer(min, believed, rn, before) {
+                        rows = min;
+                    }
+                }
+                let s = planner.take(rows, &model).unwrap();
+                recent = Some((s.work_groups, cost(s.rows), first, s.rows));
+                sizes.push(s.rows);
+            }
+            sizes
+        };
+        // Pieces until the 512 rows the profile overstates are covered.
+        let over = |sizes: &[u64]| {
+            let ends = sizes.iter().scan(0, |done, &r| {
+                *done += r;
+                Some(*done)
+            });
+            1 + ends.take_while(|&end| end < 512).count()
+        };
+        let flat = run(false);
+        assert!(over(&flat) >= 10, "{flat:?}");
+        let grown = run(true);
+        assert!(over(&grown) <= 4, "{grown:?}");
+        for w in grown.windows(2) {
+            assert!(cost(w[1]) <= (cost(w[0]) * 2).max(target), "{grown:?}");
+        }
+        assert!(no_dearer(96, 960_000.0, 48, 480_000.0));
+        assert!(!no_dearer(96, 3_000_000.0, 48, 480_000.0));
+    }
+
     #[test]
     fn slices_largest_dimension_by_groups() {
         // 2D: 64x1000 items, local 1x100 → groups 64 x 10: slice dim 0.
@@ -768,12 +923,35 @@ mod tests {
         let mut m = TimingModel::default();
         m.observe(1, 100_000); // 100 µs per wave on average
                                // The last piece ran at 500 µs a wave: a fifth of the target keeps slices near it.
-        assert_eq!(adapted_target(&m, Some(500_000.0), 1_000_000), 200_000);
+        assert_eq!(
+            adapted_target(&m, Some((2.0, 1_000_000)), 1_000_000),
+            200_000
+        );
         // Faster, or nothing known: the target as configured.
-        assert_eq!(adapted_target(&m, Some(50_000.0), 1_000_000), 1_000_000);
+        assert_eq!(
+            adapted_target(&m, Some((1.0, 50_000)), 1_000_000),
+            1_000_000
+        );
         assert_eq!(adapted_target(&m, None, 1_000_000), 1_000_000);
         assert_eq!(
-            adapted_target(&TimingModel::default(), Some(1e9), 1_000_000),
+            adapted_target(&TimingModel::default(), Some((1.0, 1e9 as u64)), 1_000_000),
+            1_000_000
+        );
+        // A launch's fixed cost is no wave's: 40 µs and 10 µs a wave, a piece of one wave
+        // that took 52 µs ran 12 µs a wave, not 52.
+        let mut fixed = TimingModel::default();
+        for (waves, ns) in [(1, 50_000), (8, 120_000), (64, 680_000)] {
+            fixed.observe(waves, ns);
+        }
+        let (overhead, per_wave) = fixed.fit().unwrap();
+        assert!((30_000.0..50_000.0).contains(&overhead), "{overhead}");
+        let work = 52_000.0 - overhead;
+        assert_eq!(
+            adapted_target(&fixed, Some((1.0, 52_000)), 1_000_000),
+            (1e6 * per_wave / work) as u64
+        );
+        assert_eq!(
+            adapted_target(&fixed, Some((1.0, 45_000)), 1_000_000),
             1_000_000
         );
     }

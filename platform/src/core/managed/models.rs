@@ -48,9 +48,13 @@ impl LaunchTime {
 /// How far below its whole launches the model may predict a launch before they bound it.
 const BOUND_SLACK: u64 = 4;
 
+/// How far above its whole launches the model may predict a launch before they bound it.
+const CAP_SLACK: u64 = 2;
+
 /// What a launch of `waves` waves should take: the model's prediction, never shorter than
-/// a quarter of the lesser of the class's last two launches timed whole, scaled to this
-/// one's size.
+/// a quarter of the lesser of the class's last two launches timed whole, nor longer than
+/// twice the latest of them, scaled to this one's size.
+///
 /// The model is learned from pieces, and an uneven kernel's cheap rows can make it read a
 /// long launch as short (`Submitter::note_launch_time`), which would send the kernel's
 /// launches straight to the vendor, untimed, for good. The lesser of two: one launch that
@@ -63,6 +67,19 @@ const BOUND_SLACK: u64 = 4;
 /// `tests/managed_trace.rs`: a 94 µs kernel's new kernel objects kept recording their
 /// arguments). A launch that really got shorter is timed whole again before it goes
 /// direct, and then lowers the bound.
+///
+/// Misled the other way, a model learned from pieces that were mostly a launch's fixed
+/// cost reads that cost as work and predicts many times the launch: PoCL's
+/// `get_global_linear_id` kernel (65,536 groups of 64 items, a launch 1 ms bare and 2.3
+/// ms in 48 pieces) was predicted at 391 ms, so its launches went as its yielding entry,
+/// which its tiny groups make 7 times slower than the kernel, never judged slower than
+/// 391 ms; its LP started next to a busy HP kept 0.08-0.11 of its bare rate
+/// (`benches/lp_arrival.py --kernel linear_id`). A whole launch is what the launch costs,
+/// the pieces' fixed costs included, so twice it is a safe ceiling. The latest, not the
+/// lesser: a kernel whose launches got dearer (more iterations) shows it first in the
+/// launch through the layer that taught the model so, and a cheap first launch must not
+/// hold its dearer ones under the piece length, straight to the vendor and untimed
+/// (`tests/managed_short.rs`); a cold first launch only raises it.
 pub fn predict_bounded(
     model: &TimingModel,
     launches: [Option<LaunchTime>; 2],
@@ -70,12 +87,10 @@ pub fn predict_bounded(
 ) -> Option<u64> {
     model.predict(waves).map(|p| {
         let fixed = model.fit().map_or(0.0, |(fixed, _)| fixed);
-        let bound = launches
-            .iter()
-            .flatten()
-            .map(|l| l.scaled_to(waves, fixed) / BOUND_SLACK)
-            .min();
-        bound.map_or(p, |b| p.max(b))
+        let scaled = launches.map(|l| l.map(|l| l.scaled_to(waves, fixed)));
+        let floor = scaled.iter().flatten().min().map_or(0, |l| l / BOUND_SLACK);
+        let ceiling = scaled[0].map_or(u64::MAX, |l| l.saturating_mul(CAP_SLACK).max(1));
+        p.max(floor).min(ceiling.max(floor))
     })
 }
 
@@ -189,18 +204,52 @@ mod tests {
             predict_bounded(&m, [Some(slow), Some(slow)], 4096),
             Some(short)
         );
-        // A model that knows better (dearer than the launches) is left alone.
-        let cheap = launch(4096.0, 1_000, 1);
-        assert_eq!(predict_bounded(&m, [Some(cheap), None], 4096), Some(short));
+        // A model dearer than the launches, within twice them, is left alone.
+        let quick = launch(4096.0, short * 2 / 3, 1);
+        assert_eq!(predict_bounded(&m, [Some(quick), None], 4096), Some(short));
         // One launch that paid a cold start does not hold the bound up: the lesser rules.
         assert_eq!(
-            predict_bounded(&m, [Some(long), Some(cheap)], 4096),
+            predict_bounded(&m, [Some(long), Some(quick)], 4096),
             Some(short)
         );
         // Nothing learned: no prediction, bound or not.
         assert_eq!(
             predict_bounded(&TimingModel::default(), [Some(long), None], 4096),
             None
+        );
+    }
+
+    #[test]
+    fn a_model_that_read_fixed_cost_as_work_is_capped_by_whole_launches() {
+        // PoCL's `get_global_linear_id` kernel: one-wave pieces of about 12 µs taught
+        // 12 µs a wave, while its launch of 32,768 waves took 2.3 ms in 48 pieces.
+        let mut m = TimingModel::default();
+        for _ in 0..16 {
+            m.observe(1, 12_000);
+        }
+        let misled = m.predict(32_768).expect("a settled model predicts");
+        assert!(misled > 300_000_000, "{misled}");
+        let whole = launch(32_768.0, 2_300_000, 48);
+        let cold = launch(32_768.0, 58_000_000, 34);
+        assert_eq!(
+            predict_bounded(&m, [Some(whole), Some(cold)], 32_768),
+            Some(4_600_000)
+        );
+        // The latest launch caps it: a cheap one before a dear one does not.
+        let dear = launch(32_768.0, 400_000_000, 8);
+        assert_eq!(
+            predict_bounded(&m, [Some(dear), Some(whole)], 32_768),
+            Some(misled)
+        );
+        // Half the launch: half the ceiling.
+        assert_eq!(
+            predict_bounded(&m, [Some(whole), None], 16_384),
+            Some(2_300_000)
+        );
+        // The cold launch alone only caps it far above.
+        assert_eq!(
+            predict_bounded(&m, [Some(cold), None], 32_768),
+            Some(116_000_000)
         );
     }
 

@@ -150,6 +150,20 @@ enum Form {
 static EFFICIENCY: Lazy<Mutex<std::collections::HashMap<ModelKey, SliceEfficiency>>> =
     Lazy::new(Default::default);
 
+/// The latest retired piece that taught a kernel's model: what the next piece of the same
+/// kernel is planned from (`adapted_target`, `slow_start_floor`).
+#[derive(Clone, Copy)]
+struct Recent {
+    key: ModelKey,
+    /// Its waves (of the slicing unit) and work-groups.
+    waves: f64,
+    work_groups: u64,
+    /// Its own device time.
+    own_ns: u64,
+    /// The rows of a profiled geometry it covered (profile, first row, rows).
+    rows: Option<(ProfileKey, u64, u64)>,
+}
+
 fn efficiency(
 ) -> std::sync::MutexGuard<'static, std::collections::HashMap<ModelKey, SliceEfficiency>> {
     EFFICIENCY.lock().unwrap_or_else(|e| e.into_inner())
@@ -291,8 +305,8 @@ struct Submitter {
     /// Predicted device time submitted under the latest grant (short launches are grouped
     /// under one grant up to the budget).
     group_ns: u64,
-    /// The kernel and cost per wave of the latest retired piece (uneven kernels).
-    recent: Option<(ModelKey, f64)>,
+    /// The latest retired piece that taught a model (see [`Recent`]).
+    recent: Option<Recent>,
     /// Open from the look at an unready command's dependencies to its enqueue (see
     /// `failing`).
     look: Option<failing::Window>,
@@ -522,7 +536,13 @@ impl Submitter {
                 observe(models, key, Form::Kernel, units, false, p.last_of.is_some());
             }
             if waves > 0 {
-                self.recent = Some((key, own as f64 / waves as f64));
+                self.recent = Some(Recent {
+                    key,
+                    waves: waves as f64,
+                    work_groups: p.work_groups,
+                    own_ns: own,
+                    rows: p.rows.map(|(pk, first, n, _)| (pk, first, n)),
+                });
             }
             // Only pieces that had the device to themselves are weighed: sliced pieces
             // run while a higher priority is active, long ones mostly while none is, and
@@ -969,12 +989,41 @@ impl Submitter {
                     // that cost; otherwise by the model, shrunk where the latest pieces ran
                     // dearer than its average (an uneven kernel seen for the first time).
                     let t = target as f64;
-                    let budget = t - m.fit().map_or(0.0, |f| f.0).min(t / 2.0);
-                    match profiles::rows_within(pk, p.rows_done(), budget, p.wave_rows()) {
-                        Some(rows) => p.take(rows, &m),
+                    let fixed = m.fit().map_or(0.0, |f| f.0);
+                    let budget = t - fixed.min(t / 2.0);
+                    // Twice the latest piece where it ran short of the target, over rows
+                    // the profile believes no dearer (`slow_start_floor`).
+                    let recent = self.recent.filter(|r| r.key == l.key);
+                    let floor = softpreempt_sched::slow_start_floor(
+                        recent.map(|r| (r.work_groups, r.own_ns)),
+                        target,
+                        p.range(),
+                    );
+                    let first = p.rows_done();
+                    let floor = floor.map(|min| min.min(p.range().rows().saturating_sub(first)));
+                    match profiles::rows_within(pk, first, budget, p.wave_rows()) {
+                        Some(rows) => {
+                            let before = recent.and_then(|r| r.rows).and_then(|(rk, rf, rn)| {
+                                profiles::predict(&rk, rf, rn).map(|ns| (rn, ns))
+                            });
+                            let rows = floor
+                                .zip(before)
+                                .filter(|&(min, (rn, ns))| {
+                                    min > rows
+                                        && profiles::predict(pk, first, min).is_some_and(|w| {
+                                            softpreempt_sched::no_dearer(min, w, rn, ns)
+                                        })
+                                })
+                                .map_or(rows, |(min, _)| min);
+                            p.take(rows, &m)
+                        }
                         None => {
-                            let recent = self.recent.filter(|r| r.0 == l.key).map(|r| r.1);
+                            let recent = recent.map(|r| (r.waves, r.own_ns));
                             let t = softpreempt_sched::adapted_target(&m, recent, target);
+                            // Rows the profile has not seen: no floor. An uneven kernel's
+                            // next rows may cost many times the latest piece's, and the
+                            // model tells no row from another; its own sizes grow once
+                            // short pieces no longer shrink the target (`adapted_target`).
                             p.next_slice(&m, t)
                         }
                     }
@@ -1465,7 +1514,6 @@ impl Submitter {
     }
 }
 
-/// The unsubmitted remainder of a partly sliced launch, as one piece.
 fn rest_of(p: &SlicePlanner) -> Option<Piece> {
     let r = p.range();
     softpreempt_sched::slice_at(r, p.rows_done(), r.rows() - p.rows_done())
