@@ -25,22 +25,25 @@ pub fn list_ptr(v: &[cl_event]) -> *const cl_event {
     }
 }
 
-/// Wait lists this short are unwrapped on the stack: enqueues are the hot path, and most
-/// wait lists are empty or tiny.
-const INLINE: usize = 8;
-
-/// The inner events of a checked application list, without a heap allocation for short
-/// lists.
+/// The inner events of a checked application list. Enqueues are the hot path, and most
+/// wait lists are empty or hold one event: those two take no heap allocation and no more
+/// than two words, so the list moves through the enqueue path in registers. An inline
+/// array of eight (72 bytes) was copied between differently laid-out temporaries
+/// (`CLResult<InnerEvents>`, then the list) on every enqueue, and each copy's loads
+/// straddled the stores before them: store-forwarding stalls that were about half of
+/// the layer's own time per command on PoCL's `basic` device (`perf annotate`,
+/// docs/benchmarks.md, session 55).
 pub enum InnerEvents {
-    Inline(usize, [cl_event; INLINE]),
-    Heap(Vec<cl_event>),
+    Empty,
+    One(cl_event),
+    Many(Vec<cl_event>),
 }
 
 impl InnerEvents {
     /// No events.
     #[inline]
     pub fn empty() -> Self {
-        InnerEvents::Inline(0, [std::ptr::null_mut(); INLINE])
+        InnerEvents::Empty
     }
 
     /// An enqueue's wait list, with the spec's `CL_INVALID_EVENT_WAIT_LIST` rules (see
@@ -73,23 +76,21 @@ impl InnerEvents {
                 .map(|o| o.get().inner.h)
                 .map_err(|_| bad)
         };
-        if items.len() <= INLINE {
-            let mut a = [std::ptr::null_mut(); INLINE];
-            for (slot, e) in a.iter_mut().zip(items) {
-                *slot = inner(e)?;
-            }
-            Ok(InnerEvents::Inline(items.len(), a))
-        } else {
-            Ok(InnerEvents::Heap(
+        match items {
+            [] => Ok(InnerEvents::Empty),
+            [e] => Ok(InnerEvents::One(inner(e)?)),
+            _ => Ok(InnerEvents::Many(
                 items.iter().map(inner).collect::<CLResult<_>>()?,
-            ))
+            )),
         }
     }
 
+    #[inline]
     pub fn as_slice(&self) -> &[cl_event] {
         match self {
-            InnerEvents::Inline(n, a) => &a[..*n],
-            InnerEvents::Heap(v) => v,
+            InnerEvents::Empty => &[],
+            InnerEvents::One(e) => std::slice::from_ref(e),
+            InnerEvents::Many(v) => v,
         }
     }
 

@@ -991,28 +991,28 @@ impl Submitter {
                     let t = target as f64;
                     let fixed = m.fit().map_or(0.0, |f| f.0);
                     let budget = t - fixed.min(t / 2.0);
-                    // Twice the latest piece where it ran short of the target, over rows
-                    // the profile believes no dearer (`slow_start_floor`).
                     let recent = self.recent.filter(|r| r.key == l.key);
-                    let floor = softpreempt_sched::slow_start_floor(
-                        recent.map(|r| (r.work_groups, r.own_ns)),
-                        target,
-                        p.range(),
-                    );
                     let first = p.rows_done();
-                    let floor = floor.map(|min| min.min(p.range().rows().saturating_sub(first)));
                     match profiles::rows_within(pk, first, budget, p.wave_rows()) {
                         Some(rows) => {
-                            let before = recent.and_then(|r| r.rows).and_then(|(rk, rf, rn)| {
-                                profiles::predict(&rk, rf, rn).map(|ns| (rn, ns))
-                            });
+                            // Twice the latest piece where it ran short of the target, over
+                            // rows the profile believes no dearer (`slow_start_floor`).
+                            // Looked up only where that floor exceeds the profile's rows.
+                            let floor = softpreempt_sched::slow_start_floor(
+                                recent.map(|r| (r.work_groups, r.own_ns)),
+                                target,
+                                p.range(),
+                            )
+                            .map(|min| min.min(p.range().rows().saturating_sub(first)))
+                            .filter(|&min| min > rows);
                             let rows = floor
-                                .zip(before)
-                                .filter(|&(min, (rn, ns))| {
-                                    min > rows
-                                        && profiles::predict(pk, first, min).is_some_and(|w| {
+                                .zip(recent.and_then(|r| r.rows))
+                                .filter(|&(min, (rk, rf, rn))| {
+                                    profiles::predict(&rk, rf, rn).is_some_and(|ns| {
+                                        profiles::predict(pk, first, min).is_some_and(|w| {
                                             softpreempt_sched::no_dearer(min, w, rn, ns)
                                         })
+                                    })
                                 })
                                 .map_or(rows, |(min, _)| min);
                             p.take(rows, &m)
