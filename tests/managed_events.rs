@@ -290,6 +290,112 @@ fn other_queues_wait_for_deferred_events() {
     mc::release_mems(&[a, b]);
 }
 
+/// The log line of `deferred::watch_final`: a vendor callback sets a deferred command's
+/// user event.
+const WATCHED: &str = "a deferred command's completion is watched by a vendor callback";
+/// Marks, in the child's log, where its launches with a vendor waiter begin.
+const VENDOR_WAITS: &str = "watch child: another queue waits now";
+/// Set for the child process of the test below.
+const WATCH_CHILD: &str = "SP_TEST_WATCH_CHILD";
+
+/// A deferred command's user event is set from a vendor callback only where something
+/// waits for it through the vendor: NVIDIA's driver makes every later enqueue of a process
+/// about 2 µs dearer once it has been asked for one completion callback, and pyopencl asks
+/// for an event on every enqueue (docs/benchmarks.md, session 55). Launches whose events
+/// the application waits for, polls, or releases at once register none, and complete; one
+/// whose event is in another queue's wait list, or has a completion callback, does, and
+/// the command behind it sees its results (so the test fails both ways).
+#[test]
+fn deferred_events_are_watched_by_the_vendor_only_where_it_waits() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "watch_child", "--nocapture", "--test-threads=1"])
+        .env(WATCH_CHILD, "1")
+        .env(
+            "SOFTPREEMPT_LOG",
+            "softpreempt_platform::core::managed::deferred=debug",
+        )
+        .output()
+        .unwrap();
+    let (text, log) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(
+        out.status.success() && text.contains("watch child ok"),
+        "{text}\n{log}"
+    );
+    let (host, vendor) = log.split_once(VENDOR_WAITS).expect(&log);
+    assert!(!host.contains(WATCHED), "host waits only: {host}");
+    assert_eq!(vendor.matches(WATCHED).count(), 2, "vendor waits: {vendor}");
+}
+
+/// The process of the test above (every launch deferred and sliced, `SCHED`).
+#[test]
+fn watch_child() {
+    if std::env::var_os(WATCH_CHILD).is_none() {
+        return;
+    }
+    let (dir, _g) = setup();
+    let env = Env::sp();
+    let n = 64 * 300;
+    let a = env.buffer(n * 4);
+    let s0 = my_slices(dir);
+    // Released at once (pyopencl), waited for, polled: each must still complete.
+    release(fill(&env, env.queue, a, n, 1, &[]));
+    let waited = fill(&env, env.queue, a, n, 2, &[]);
+    wait(&[waited]);
+    release(waited);
+    let polled = fill(&env, env.queue, a, n, 3, &[]);
+    mc::eventually(
+        "a polled deferred event completes",
+        Duration::from_secs(30),
+        || event_info::<cl_int>(polled, CL_EVENT_COMMAND_EXECUTION_STATUS) == CL_COMPLETE as cl_int,
+    );
+    release(polled);
+    mc::finish(env.queue);
+    assert!(
+        my_slices(dir) > s0,
+        "the launches were not sliced: {}",
+        mc::describe(dir)
+    );
+    if let Some(m) = mc::check_fill(&env.read::<u32>(a, n), 0, 3, 200) {
+        panic!("{m}");
+    }
+    eprintln!("{VENDOR_WAITS}");
+    // Another queue waits for a launch in its wait list: the vendor sets the user event.
+    let q2 = second_queue(&env);
+    let b = env.buffer(n * 4);
+    let ev = fill(&env, env.queue, a, n, 4, &[]);
+    let mut copied = std::ptr::null_mut();
+    // SAFETY: live queue, buffers and wait list.
+    ok(unsafe { clEnqueueCopyBuffer(q2, a, b, 0, 0, n * 4, 1, &ev, &mut copied) });
+    release(ev);
+    wait(&[copied]);
+    release(copied);
+    if let Some(m) = mc::check_fill(&env.read_on::<u32>(q2, b, n), 0, 4, 200) {
+        panic!("the copy ran before the launch it waited for completed: {m}");
+    }
+    // A completion callback on a launch's event: set by the vendor too.
+    static FIRED: Mutex<Option<cl_int>> = Mutex::new(None);
+    extern "C" fn done(_e: cl_event, status: cl_int, _u: *mut c_void) {
+        *FIRED.lock().unwrap() = Some(status);
+    }
+    let ev = fill(&env, env.queue, a, n, 5, &[]);
+    // SAFETY: a live event and a callback that outlives it.
+    ok(unsafe { clSetEventCallback(ev, CL_COMPLETE as cl_int, Some(done), std::ptr::null_mut()) });
+    release(ev);
+    mc::eventually(
+        "the completion callback fires",
+        Duration::from_secs(30),
+        || FIRED.lock().unwrap().is_some(),
+    );
+    assert_eq!(*FIRED.lock().unwrap(), Some(CL_COMPLETE as cl_int));
+    // SAFETY: our queue.
+    ok(unsafe { clReleaseCommandQueue(q2) });
+    mc::release_mems(&[a, b]);
+    println!("watch child ok");
+}
+
 #[test]
 fn finish_submits_and_completes_everything_in_software() {
     let _g = setup();

@@ -11,7 +11,7 @@ use std::ffi::c_void;
 use crate::core::args::{bytes_of, slice};
 use crate::core::callback::{svm_free_notify, Callback, SvmFreeNotify};
 use crate::core::error::{check, CLResult};
-use crate::core::events::{InnerEvents, OutEvent};
+use crate::core::events::{InnerEvents, OutEvent, Waiter};
 use crate::core::forward::Inner;
 use crate::core::handle::Obj;
 use crate::core::managed::Managed;
@@ -761,7 +761,7 @@ pub fn enqueue_wait_for_events(
     event_list: *const cl_event,
 ) -> CLResult<()> {
     let q = queue(command_queue)?;
-    let list = InnerEvents::event_list(num_events, event_list)?;
+    let list = InnerEvents::event_list(num_events, event_list, Waiter::Vendor)?;
     // This 1.0 command is exactly a barrier on its list ("a wait for a specific event or a
     // list of events to complete before any future commands queued in the command-queue
     // are executed"), and its 1.2 replacement is what vendors implement: PoCL aborts the

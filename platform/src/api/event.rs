@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use crate::core::args::{bytes_of, write_info};
 use crate::core::callback::{event_notify, Callback, EventNotify};
 use crate::core::error::CLResult;
-use crate::core::events::InnerEvents;
+use crate::core::events::{InnerEvents, Waiter};
 use crate::core::forward::fetch_info;
 use crate::core::handle::{new_obj, Obj};
 use crate::core::objects::{Context, Event};
@@ -17,7 +17,7 @@ pub fn wait_for_events(num_events: cl_uint, event_list: *const cl_event) -> CLRe
     // "CL_INVALID_VALUE if num_events is zero or event_list is NULL."
     // "CL_INVALID_EVENT if event objects specified in event_list are not valid event
     // objects."
-    let list = InnerEvents::event_list(num_events, event_list)?;
+    let list = InnerEvents::event_list(num_events, event_list, Waiter::Host)?;
     // "CL_INVALID_CONTEXT if events specified in event_list do not belong to the same
     // context." Checked here, on our wrappers: some vendors (NVIDIA) wait forever on such a
     // list instead, and events of two platforms must never reach one vendor.
@@ -177,6 +177,8 @@ pub fn set_event_callback(
             d.watch_early(command_exec_callback_type, data);
             return Ok(());
         }
+        // A completion callback on the user event: the vendor must set it.
+        d.needs_vendor();
     }
     let r = vtry!(
         e.inner.vt,

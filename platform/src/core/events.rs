@@ -25,6 +25,15 @@ pub fn list_ptr(v: &[cl_event]) -> *const cl_event {
     }
 }
 
+/// Who waits on the vendor events of a list: the vendor (a command's wait list), or the
+/// layer on the host, which waits for a deferred command's pieces itself first
+/// (`clWaitForEvents`, see `Deferred::wait`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Waiter {
+    Vendor,
+    Host,
+}
+
 /// The inner events of a checked application list. Enqueues are the hot path, and most
 /// wait lists are empty or hold one event: those two take no heap allocation and no more
 /// than two words, so the list moves through the enqueue path in registers. An inline
@@ -56,25 +65,28 @@ impl InnerEvents {
         if n == 0 {
             return Ok(Self::empty());
         }
-        Self::unwrap(n, list, CL_INVALID_EVENT_WAIT_LIST)
+        Self::unwrap(n, list, CL_INVALID_EVENT_WAIT_LIST, Waiter::Vendor)
     }
 
     /// An event list that must not be empty (`clWaitForEvents`, `clEnqueueWaitForEvents`):
     /// "CL_INVALID_VALUE if num_events is zero or event_list is NULL." and
     /// "CL_INVALID_EVENT if event objects specified in event_list are not valid events."
-    pub fn event_list(n: cl_uint, list: *const cl_event) -> CLResult<Self> {
+    /// `waiter`: who waits on the list's vendor events.
+    pub fn event_list(n: cl_uint, list: *const cl_event, waiter: Waiter) -> CLResult<Self> {
         if n == 0 || list.is_null() {
             return Err(CL_INVALID_VALUE);
         }
-        Self::unwrap(n, list, CL_INVALID_EVENT)
+        Self::unwrap(n, list, CL_INVALID_EVENT, waiter)
     }
 
-    fn unwrap(n: cl_uint, list: *const cl_event, bad: Code) -> CLResult<Self> {
+    fn unwrap(n: cl_uint, list: *const cl_event, bad: Code, waiter: Waiter) -> CLResult<Self> {
         let items = super::args::slice(list, n as usize).map_err(|_| bad)?;
         let inner = |e: &cl_event| {
-            Obj::<Event>::check(*e)
-                .map(|o| o.get().inner.h)
-                .map_err(|_| bad)
+            let ev = Obj::<Event>::check(*e).map_err(|_| bad)?.get();
+            if let (Some(d), Waiter::Vendor) = (&ev.deferred, waiter) {
+                d.needs_vendor();
+            }
+            Ok(ev.inner.h)
         };
         match items {
             [] => Ok(InnerEvents::Empty),

@@ -31,6 +31,25 @@ struct Pieces {
     /// `CL_SUBMITTED`/`CL_RUNNING` callbacks registered before the first piece reached
     /// the vendor (a user event never passes through those states): (type, trampoline data).
     early: Vec<(cl_int, usize)>,
+    /// Something waits for the user event through the vendor: a wait list of a command
+    /// (this process's, on any queue) or a completion callback registered on it
+    /// ([`Deferred::needs_vendor`]). Only then is the user event set from a vendor
+    /// callback on the final piece; every other way to learn of the command's completion
+    /// asks its pieces (`wait`, `settle`, `status`, clFinish).
+    vendor_waits: bool,
+    /// The vendor callback on the final piece is registered.
+    watched: bool,
+}
+
+impl Pieces {
+    /// The final piece, once, if the vendor must now be asked to call back on it.
+    fn to_watch(&mut self) -> Option<cl_event> {
+        if self.vendor_waits && self.last_is_final && !self.done && !self.watched {
+            self.watched = true;
+            return self.last;
+        }
+        None
+    }
 }
 
 pub struct Deferred {
@@ -400,11 +419,19 @@ impl Drop for Deferred {
             release(self.user.vt, e);
         }
         if !p.done {
-            // Never left unset: waiters would hang forever.
             if let Some(f) = self.user.vt.clSetUserEventStatus {
                 let h = self.user.h;
-                // SAFETY: our retained user event, not yet set.
-                super::failing::set_failed(h, || unsafe { f(h, CL_OUT_OF_RESOURCES) });
+                if p.last_is_final && !p.vendor_waits {
+                    // Reached the vendor whole, and nothing can observe the user event any
+                    // more (the application released its event; no wait list or callback
+                    // holds it): set only so that the vendor frees it.
+                    // SAFETY: our retained user event, not yet set.
+                    unsafe { f(h, CL_COMPLETE as cl_int) };
+                } else {
+                    // Never left unset: waiters would hang forever.
+                    // SAFETY: our retained user event, not yet set.
+                    super::failing::set_failed(h, || unsafe { f(h, CL_OUT_OF_RESOURCES) });
+                }
             }
         }
         release(self.user.vt, self.user.h);
@@ -426,14 +453,48 @@ pub unsafe extern "C" fn on_last_piece(_e: cl_event, status: cl_int, data: *mut 
     }
 }
 
-/// Arranges for `d` to be set when `last` (its last piece) completes.
+/// Records `last` as `d`'s final piece: its completion is the command's. The user event
+/// is set from a vendor callback on it only if something waits for it through the vendor
+/// (see `Pieces::vendor_waits`).
+///
+/// Why not always: NVIDIA's driver (580, H200) makes every later enqueue of the process
+/// about 2 µs dearer once it has been asked for one completion callback, whether or not
+/// the command asked for an event (`docs/results/v34/gpu/lc.c`, `PRE=cb`: 7.0-7.9 µs a
+/// launch against 4.8-5.8). pyopencl asks for an event on every enqueue, so a lone
+/// high-priority process paid that from its first deferred launch on: 3-4.6 µs a launch
+/// (`benches/kernel_cost.py`; docs/benchmarks.md, session 55).
 pub fn complete_on(d: &Arc<Deferred>, last: cl_event) {
-    {
+    let watch = {
         let mut p = d.lock();
         // `piece(last)` came first: `last` is retained as `p.last`.
         p.last_is_final = p.last == Some(last);
-    }
+        p.to_watch()
+    };
     d.progress.notify_all();
+    if let Some(last) = watch {
+        watch_final(d, last);
+    }
+}
+
+impl Deferred {
+    /// Something is about to wait for the user event through the vendor (it goes into a
+    /// vendor wait list, or the application registers a completion callback on it): from
+    /// the final piece on, a vendor callback sets it.
+    pub fn needs_vendor(self: &Arc<Self>) {
+        let watch = {
+            let mut p = self.lock();
+            p.vendor_waits = true;
+            p.to_watch()
+        };
+        if let Some(last) = watch {
+            watch_final(self, last);
+        }
+    }
+}
+
+/// Asks the vendor to set `d` when `last`, its final piece (retained by `d`), completes.
+fn watch_final(d: &Arc<Deferred>, last: cl_event) {
+    tracing::debug!("a deferred command's completion is watched by a vendor callback");
     let vt = d.user.vt;
     let data = Arc::into_raw(d.clone()) as *mut c_void;
     let rc = match vt.clSetEventCallback {
