@@ -1,3 +1,5 @@
+# NOT RUN in session 55: no machine was lent for it (the session's device time ran out
+# while machines were refused). Ready for the next session.
 # Session 55's eighth GPU call: more of what makes NVIDIA's later enqueues dearer in a
 # process (lc.c's PRE: ue, uew, thq, clone, bar, def; none and cb again for reference), bare, K2 with an
 # event per launch and without, 3 processes each in turns.
