@@ -192,13 +192,23 @@ const COMPILED: &str = "persistent entries compiled";
 const NO_SOURCE: &str = "no persistent entries: the program's source is not known";
 
 /// Runs `binary_child` (a process of this test binary) on the binary in `bin`, with `core::yield_program`'s debug log;
-/// returns that log (its standard error).
+/// returns that log (its standard error). PoCL's kernel cache is off in it: with it on,
+/// the entries' binary is not stored (see the last test of these).
 fn run_binary_child(bin: &Path, must_yield: bool) -> String {
+    run_binary_child_with(bin, must_yield, "0")
+}
+
+/// [`run_binary_child`] with `POCL_KERNEL_CACHE` set to `pocl_cache`.
+fn run_binary_child_with(bin: &Path, must_yield: bool, pocl_cache: &str) -> String {
     let must_yield = if must_yield { "1" } else { "0" };
     let bin = bin.as_os_str();
     run_logged_child(
         "binary_child",
-        &[(BINARY, bin), (MUST_YIELD, must_yield.as_ref())],
+        &[
+            (BINARY, bin),
+            (MUST_YIELD, must_yield.as_ref()),
+            ("POCL_KERNEL_CACHE", pocl_cache.as_ref()),
+        ],
         "binary child ok",
     )
 }
@@ -317,6 +327,38 @@ fn a_binary_loaded_in_another_process_yields() {
         bytes,
         "compiled again, the entries' binary is stored whole again"
     );
+}
+
+/// Build options of the program below: a program of its own, whose entries no other test
+/// stores.
+const POCL_CACHED_OPTIONS: &str = "-DSP_TEST_VARIANT=3";
+
+/// Where the vendor keeps its builds itself (PoCL with its kernel cache on, its default),
+/// the entries' binary is not stored: on PoCL it cost a compile of every entry on the
+/// launch's thread, and PoCL's cache makes a later process's rebuild cheap. The child
+/// compiles them, yields with exact results, and the store gains no entries' binary
+/// (with the cache off it gains one: the test above).
+#[test]
+fn entries_are_not_stored_where_the_vendor_caches_builds() {
+    if !mc::is_pocl() {
+        return;
+    }
+    mc::init(SCHED);
+    let _g = mc::serial();
+    let env = Env::sp();
+    let prog = mc::build(&env, SRC, POCL_CACHED_OPTIONS).unwrap_or_else(|e| panic!("{e}"));
+    let bin = mc::private_dir("yield-binary-pocl-cached").join("tiles.bin");
+    std::fs::write(&bin, mc::binary_of(prog)).unwrap();
+    // SAFETY: our program.
+    unsafe { clReleaseProgram(prog) };
+    let built_before = store_files("built");
+    let log = run_binary_child_with(&bin, true, "1");
+    assert!(log.contains(COMPILED) && !log.contains(LOADED), "{log}");
+    let built: Vec<PathBuf> = store_files("built")
+        .into_iter()
+        .filter(|e| !built_before.contains(e))
+        .collect();
+    assert!(built.is_empty(), "stored: {built:?}");
 }
 
 /// A binary the store does not know (built on the bare platform) gets no persistent

@@ -24,8 +24,22 @@ const CONCURRENT_SAFE: &str = "Portable Computing Language";
 static KNOWN: Mutex<Option<HashMap<usize, bool>>> = Mutex::new(None);
 
 /// Whether the vendor of table `vt` is known to take builds of several threads at once
-/// (see the module's comment); asked of the vendor once per table.
+/// (see the module's comment).
 pub fn safe(vt: &'static cl_icd_dispatch) -> bool {
+    is_pocl(vt)
+}
+
+/// Whether the vendor of table `vt` keeps its own builds for later processes: PoCL, with
+/// its kernel cache on (its default; `POCL_KERNEL_CACHE=0` turns it off). A build of the
+/// same source and options then costs a later process tens of milliseconds without the
+/// layer keeping a binary of it (`yield_program`'s entries: 28-47 ms, against 190-200 ms
+/// compiled anew, on the 2-vCPU development machine; docs/benchmarks.md, session 55).
+pub fn caches_builds(vt: &'static cl_icd_dispatch) -> bool {
+    is_pocl(vt) && std::env::var_os("POCL_KERNEL_CACHE").is_none_or(|v| v != "0")
+}
+
+/// Whether the vendor of table `vt` is PoCL; asked of the vendor once per table.
+fn is_pocl(vt: &'static cl_icd_dispatch) -> bool {
     let key = vt as *const cl_icd_dispatch as usize;
     if let Some(&known) = KNOWN
         .lock()
@@ -49,7 +63,7 @@ pub fn safe(vt: &'static cl_icd_dispatch) -> bool {
         })
         .map(|bytes| info_string(&bytes));
     let safe = name.as_deref() == Some(CONCURRENT_SAFE);
-    tracing::debug!(platform = ?name, safe, "vendor takes concurrent builds: {safe}");
+    tracing::debug!(platform = ?name, safe, "the vendor is PoCL: {safe}");
     KNOWN
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -20,7 +20,9 @@
 //! kept in the store too, keyed by the SHA-256 of their source and options and by the
 //! device ([`cache_key`]): a later build of the same program (in any process) loads it
 //! with `clCreateProgramWithBinary` instead, and compiles only when it is missing, corrupt
-//! or refused by the vendor.
+//! or refused by the vendor. Not where the vendor keeps its builds itself (PoCL with its
+//! kernel cache on, `concurrent_builds::caches_builds`): there a later build is already
+//! cheap, and the binary would cost a compile of every entry on the launch's thread.
 //!
 //! Not yet: programs compiled and linked in steps.
 
@@ -289,6 +291,11 @@ fn build_entries(
     let owned = OwnedProgram::from_source(ctx, source)?;
     rewritten::build("entries", &owned.0, &[], opts)?;
     tracing::debug!("persistent entries compiled");
+    // Not kept where the vendor keeps its builds itself (PoCL's kernel cache): the binary
+    // for the store cost PoCL a compile of every entry, 370 ms on the launch's thread of a
+    // cold `groups_2d` LP (about a third of what its first second lost), to save a later
+    // process a rebuild that PoCL's cache makes 28-47 ms (docs/benchmarks.md, session 55).
+    let cache = cache.filter(|_| !crate::core::concurrent_builds::caches_builds(ctx.vt));
     if let Some((store, d, key)) = cache {
         let bin = crate::core::binaries::executable_binary(ctx.vt, owned.0.h, d);
         if let Some(Err(err)) = bin.map(|b| store.put_built(&key, &b)) {
