@@ -1008,10 +1008,10 @@ impl Submitter {
                             let rows = floor
                                 .zip(recent.and_then(|r| r.rows))
                                 .filter(|&(min, (rk, rf, rn))| {
-                                    profiles::predict(&rk, rf, rn).is_some_and(|ns| {
-                                        profiles::predict(pk, first, min).is_some_and(|w| {
-                                            softpreempt_sched::no_dearer(min, w, rn, ns)
-                                        })
+                                    let before = profiles::predict(&rk, rf, rn);
+                                    let next = profiles::predict(pk, first, min);
+                                    before.zip(next).is_some_and(|(ns, w)| {
+                                        softpreempt_sched::no_dearer(min, w, rn, ns)
                                     })
                                 })
                                 .map_or(rows, |(min, _)| min);
@@ -1514,6 +1514,7 @@ impl Submitter {
     }
 }
 
+/// The unsubmitted remainder of a partly sliced launch, as one piece.
 fn rest_of(p: &SlicePlanner) -> Option<Piece> {
     let r = p.range();
     softpreempt_sched::slice_at(r, p.rows_done(), r.rows() - p.rows_done())
